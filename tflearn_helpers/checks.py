@@ -1,0 +1,77 @@
+"""Exercise feedback: right, wrong (with a hint) or not attempted, never the answer.
+
+Each lesson's checks live in ``exercise_checks/lessonNN.py`` and register themselves with
+``@exercise("NN.k")``. A check receives the learner's answer and returns ``None`` when it
+is right, or a hint (a string) when it is wrong; it must not put the expected answer in
+the hint. In a notebook: ``check("00.1", my_answer)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+_REGISTRY: dict[str, object] = {}
+
+RIGHT, WRONG, NOT_ATTEMPTED = "right", "wrong", "not attempted"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    exercise: str
+    status: str
+    message: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status == RIGHT
+
+    def __str__(self) -> str:
+        mark = {RIGHT: "[right]", WRONG: "[wrong]", NOT_ATTEMPTED: "[not attempted]"}
+        return f"{mark[self.status]} exercise {self.exercise}: {self.message}"
+
+
+def exercise(exercise_id: str):
+    """Register the decorated function as the check for ``exercise_id`` ("NN.k")."""
+
+    def register(fn):
+        if exercise_id in _REGISTRY:
+            raise ValueError(f"exercise {exercise_id} is registered twice")
+        _REGISTRY[exercise_id] = fn
+        return fn
+
+    return register
+
+
+def check(exercise_id: str, answer, *extra) -> CheckResult:
+    """Check an answer, print the verdict and return it (``.ok`` is True when right)."""
+    result = _evaluate(exercise_id, answer, *extra)
+    print(result)
+    return result
+
+
+def _evaluate(exercise_id: str, answer, *extra) -> CheckResult:
+    fn = _lookup(exercise_id)
+    if answer is ... or answer is None:
+        return CheckResult(exercise_id, NOT_ATTEMPTED, "replace the `...` with your answer.")
+    try:
+        hint = fn(answer, *extra)
+    except Exception as err:  # a learner's answer can fail in any way; say how
+        hint = f"checking your answer raised {type(err).__name__}: {err}"
+    if hint is None:
+        return CheckResult(exercise_id, RIGHT, "well done.")
+    return CheckResult(exercise_id, WRONG, str(hint))
+
+
+def _lookup(exercise_id: str):
+    lesson, _, number = exercise_id.partition(".")
+    if not (lesson.isdigit() and number):
+        raise ValueError(f"exercise ids look like '03.2', got {exercise_id!r}")
+    try:
+        importlib.import_module(f"{__package__}.exercise_checks.lesson{lesson}")
+    except ModuleNotFoundError:
+        raise KeyError(f"no checks exist for lesson {lesson}") from None
+    if exercise_id not in _REGISTRY:
+        known = sorted(k for k in _REGISTRY if k.startswith(lesson + "."))
+        raise KeyError(f"no check named {exercise_id!r}; lesson {lesson} has {known}")
+    return _REGISTRY[exercise_id]

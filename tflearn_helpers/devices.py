@@ -1,0 +1,93 @@
+"""Plan and apply simulated devices (taught in lesson 00).
+
+One CPU can pose as N logical CPUs and one GPU as N logical GPUs (each with a memory
+limit). They show the *semantics* of multi-device training (replicas, placement,
+all-reduce), never a speed-up: logical devices share the same cores or the same GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+MAX_SIMULATED = 16
+DEFAULT_GPU_MEMORY_MB = 1024
+
+
+class DevicesAlreadyInitializedError(RuntimeError):
+    """TensorFlow initialised its devices before the course could configure them."""
+
+
+@dataclass(frozen=True)
+class DevicePlan:
+    """What to do with the hardware: ``kind`` is "CPU" or "GPU"; ``per_physical`` is the
+    number of logical devices to make from each physical one (1 = use as it is)."""
+
+    kind: str
+    physical: int
+    per_physical: int
+
+    @property
+    def total(self) -> int:
+        return self.physical * self.per_physical
+
+    @property
+    def simulated(self) -> bool:
+        return self.per_physical > 1
+
+
+def plan_devices(requested: int | None, n_gpus: int) -> DevicePlan:
+    """Decide how to provide ``requested`` devices given ``n_gpus`` real GPUs.
+
+    Real GPUs are used as they are when there are enough; otherwise each GPU (or the CPU)
+    is split into logical devices.
+    """
+    if requested is not None:
+        if isinstance(requested, bool) or not isinstance(requested, int):
+            raise TypeError(f"devices must be a whole number, got {requested!r}")
+        if not 1 <= requested <= MAX_SIMULATED:
+            raise ValueError(
+                f"devices={requested} is not possible here: ask for 1 to {MAX_SIMULATED} "
+                "devices (simulated devices share the same hardware, so more teach nothing new)."
+            )
+    if n_gpus < 0:
+        raise ValueError(f"n_gpus must be >= 0, got {n_gpus}")
+    if n_gpus == 0:
+        return DevicePlan("CPU", 1, requested or 1)
+    if requested is None or n_gpus >= requested:
+        return DevicePlan("GPU", n_gpus, 1)
+    return DevicePlan("GPU", n_gpus, math.ceil(requested / n_gpus))
+
+
+def apply_plan(plan: DevicePlan, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> None:
+    """Configure TensorFlow's logical devices; must run before TensorFlow's first op."""
+    import tensorflow as tf
+
+    if plan.kind == "CPU":
+        physical = tf.config.list_physical_devices("CPU")[:1]
+        configs = [tf.config.LogicalDeviceConfiguration()] * plan.per_physical
+    else:
+        physical = tf.config.list_physical_devices("GPU")
+        configs = [tf.config.LogicalDeviceConfiguration(memory_limit=gpu_memory_mb)]
+        configs = configs * plan.per_physical
+    try:
+        for device in physical:
+            if plan.simulated or plan.kind == "CPU":
+                tf.config.set_logical_device_configuration(device, configs)
+            else:
+                tf.config.experimental.set_memory_growth(device, True)
+    except RuntimeError as err:
+        if _already_matches(plan):
+            return  # the setup cell ran twice with the same request: nothing to change
+        raise DevicesAlreadyInitializedError(
+            "TensorFlow has already initialised its devices, so the course cannot create "
+            f"{plan.total} {plan.kind} device(s) now ({err}). Restart the kernel "
+            "(Kernel > Restart, or Runtime > Restart session on Colab) and run the setup "
+            "cell before any other TensorFlow code."
+        ) from None
+
+
+def _already_matches(plan: DevicePlan) -> bool:
+    import tensorflow as tf
+
+    return len(tf.config.list_logical_devices(plan.kind)) == plan.total

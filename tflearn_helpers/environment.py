@@ -1,0 +1,157 @@
+"""The setup cell of every notebook: ``setup_course(...)`` (taught in lesson 00).
+
+It sets the environment variables TensorFlow reads at import (log level, oneDNN, legacy
+Keras), then imports TensorFlow, creates the simulated devices a lesson needs and prints
+what the learner has.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from dataclasses import dataclass
+
+from . import scale as scale_mod
+from .devices import DEFAULT_GPU_MEMORY_MB, DevicePlan, apply_plan, plan_devices
+from .report import format_table
+
+ONEDNN_ENV = "TF_ENABLE_ONEDNN_OPTS"
+LEGACY_KERAS_ENV = "TF_USE_LEGACY_KERAS"
+
+
+@dataclass
+class CourseEnv:
+    """What ``setup_course`` configured; ``devices`` are the compute devices to train on."""
+
+    tf_version: str
+    keras_version: str
+    scale: str
+    plan: DevicePlan
+    devices: list[str]
+    onednn: bool
+    legacy_keras: bool
+    colab: bool
+
+    @property
+    def simulated(self) -> bool:
+        return self.plan.simulated
+
+    def mirrored_strategy(self, num_devices: int | None = None):
+        """A MirroredStrategy over the first ``num_devices`` devices, with an all-reduce
+        that works on them (NCCL cannot run between logical GPUs of one GPU)."""
+        import tensorflow as tf
+
+        chosen = self.devices[: num_devices or len(self.devices)]
+        if num_devices and len(chosen) < num_devices:
+            raise ValueError(
+                f"asked for {num_devices} devices but only {len(self.devices)} are set up: "
+                f"call setup_course(devices={num_devices}) in the setup cell"
+            )
+        ops = None
+        if self.plan.kind == "GPU" and self.plan.simulated:
+            ops = tf.distribute.HierarchicalCopyAllReduce()
+        return tf.distribute.MirroredStrategy(chosen, cross_device_ops=ops)
+
+    def table(self) -> str:
+        rows = [
+            ("TensorFlow", self.tf_version),
+            ("Keras", self.keras_version + (" (tf_keras, legacy)" if self.legacy_keras else "")),
+            ("scale profile", self.scale),
+            ("devices", f"{len(self.devices)} x {self.plan.kind}" + _sim_note(self.plan)),
+            ("oneDNN CPU kernels", "on" if self.onednn else "off"),
+            ("running on Colab", "yes" if self.colab else "no"),
+        ]
+        rows += [(d, _device_kind(d)) for d in self.devices]
+        return format_table(rows, ("item", "value"))
+
+
+def setup_course(
+    devices: int | None = None,
+    *,
+    scale: str | None = None,
+    legacy_keras: bool = False,
+    onednn: bool | None = None,
+    gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB,
+    log_placement: bool = False,
+    verbose: bool = True,
+) -> CourseEnv:
+    """Configure TensorFlow for a lesson and print a table of what the learner has.
+
+    devices: how many devices the lesson needs (simulated when the hardware has fewer).
+    scale: "smoke", "cpu" or "gpu" (default: ``$TFLEARN_SCALE``, else by hardware).
+    legacy_keras: use tf_keras (Keras 2) for the strategies Keras 3 dropped.
+    onednn: force oneDNN CPU kernels on or off (default: the course setting, see lesson 00).
+    log_placement: log every op's device (TensorFlow honours it only before its first op).
+    """
+    _set_import_time_env(legacy_keras, onednn)
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if log_placement:
+        tf.debugging.set_log_device_placement(True)
+    profile = scale_mod.resolve(scale, has_gpu=bool(gpus))
+    scale_mod.set_current(profile)
+    plan = plan_devices(devices, len(gpus))
+    apply_plan(plan, gpu_memory_mb)
+    names = [d.name for d in tf.config.list_logical_devices(plan.kind)]
+    env = CourseEnv(
+        tf_version=tf.__version__,
+        keras_version=_keras_version(),
+        scale=profile,
+        plan=plan,
+        devices=names,
+        onednn=os.environ.get(ONEDNN_ENV) == "1",
+        legacy_keras=legacy_keras,
+        colab="google.colab" in sys.modules,
+    )
+    if verbose:
+        print(env.table())
+    return env
+
+
+def course_onednn_default() -> bool:
+    """The course turns oneDNN on for x86-64 CPUs when no GPU does the work.
+
+    Measured by benchmarks/cpu_onednn.py: a ResNet-50 training step several times faster
+    on a 2-core AVX2 CPU, where TensorFlow leaves oneDNN off (it only turns it on by itself
+    on CPUs with AVX-512 class features).
+    """
+    return platform.machine().lower() in ("x86_64", "amd64") and not _has_nvidia_gpu()
+
+
+def _set_import_time_env(legacy_keras: bool, onednn: bool | None) -> None:
+    wanted = {LEGACY_KERAS_ENV: "1" if legacy_keras else "0"}
+    if onednn is not None:
+        wanted[ONEDNN_ENV] = "1" if onednn else "0"
+    elif ONEDNN_ENV not in os.environ:
+        wanted[ONEDNN_ENV] = "1" if course_onednn_default() else "0"
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if "tensorflow" in sys.modules:
+        changed = [k for k, v in wanted.items() if os.environ.get(k, "0") != v]
+        if changed:
+            raise RuntimeError(
+                f"TensorFlow was imported before setup_course, so {', '.join(changed)} can no "
+                "longer take effect. Restart the kernel and run the setup cell first."
+            )
+    os.environ.update(wanted)
+
+
+def _has_nvidia_gpu() -> bool:
+    return os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/nvidia0")
+
+
+def _keras_version() -> str:
+    import tensorflow as tf
+
+    return getattr(tf.keras, "__version__", None) or tf.keras.version()
+
+
+def _sim_note(plan: DevicePlan) -> str:
+    if not plan.simulated:
+        return " (real)" if plan.kind == "GPU" else ""
+    return f" (simulated: {plan.per_physical} per physical {plan.kind})"
+
+
+def _device_kind(name: str) -> str:
+    return "logical " + name.rsplit("/device:", 1)[-1]

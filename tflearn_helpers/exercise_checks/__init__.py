@@ -1,0 +1,1 @@
+"""One module per lesson: ``lessonNN.py`` registers that lesson's checks (see checks.py)."""

@@ -1,0 +1,92 @@
+"""Where variables live and where ops run (taught in lessons 00 and 05).
+
+``variable_devices`` reads each variable's device. ``op_devices`` runs a function once
+and reads the graphs TensorFlow actually executed, partitioned per device (the truth,
+not what a ``tf.device`` scope requested). ``capture_placement_log`` shows TensorFlow's
+own placement log as text the notebook can print and check.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+
+#: Bookkeeping nodes TensorFlow adds around the real work; left out of summaries.
+PLUMBING_OPS = frozenset(
+    {"_Arg", "_Retval", "_Send", "_Recv", "_HostSend", "_HostRecv", "Const", "NoOp",
+     "Identity", "_DeviceArg", "_DeviceRetval", "ReadVariableOp", "VarHandleOp"}
+)
+_LOG_LINE = re.compile(r"^(?P<node>\S+): \((?P<op>\w+)\): (?P<device>/job:\S+)$")
+
+
+def short_device(name: str) -> str:
+    """'/job:localhost/replica:0/task:0/device:CPU:1' -> 'CPU:1'; keeps job/task off localhost."""
+    if not name:
+        return "(unplaced)"
+    kind = name.rsplit("device:", 1)[-1]
+    job = re.search(r"/job:([^/]+)", name)
+    task = re.search(r"/task:(\d+)", name)
+    if job and job.group(1) != "localhost":
+        return f"{job.group(1)}:{task.group(1) if task else 0}/{kind}"
+    return kind
+
+
+def variable_devices(obj) -> list[tuple[str, str, str]]:
+    """(name, shape, device) of every variable of a model, layer, optimizer or list."""
+    variables = getattr(obj, "variables", obj)
+    variables = variables() if callable(variables) else variables
+    return [(v.name, str(tuple(v.shape)), short_device(v.device)) for v in variables]
+
+
+def op_devices(fn, *args, **kwargs) -> list[tuple[str, str]]:
+    """Run ``fn`` once and return (op type, device) for every node that executed.
+
+    Works for a ``tf.function`` (its per-device partition graphs) and for eager code.
+    """
+    from tensorflow.python.eager import context  # run metadata has no public API
+
+    ctx = context.context()
+    ctx.enable_run_metadata()
+    try:
+        fn(*args, **kwargs)
+        metadata = ctx.export_run_metadata()
+    finally:
+        ctx.disable_run_metadata()
+    graphs = list(metadata.partition_graphs)
+    for function_graph in metadata.function_graphs:
+        graphs.extend(function_graph.partition_graphs)
+    return [(node.op, short_device(node.device)) for g in graphs for node in g.node]
+
+
+def compute_op_counts(fn, *args, **kwargs) -> Counter:
+    """Count the real compute ops per device (plumbing such as _Send/_Recv left out)."""
+    return Counter(dev for op, dev in op_devices(fn, *args, **kwargs) if op not in PLUMBING_OPS)
+
+
+def capture_placement_log(code: str, devices: int = 2, timeout: float = 120) -> list:
+    """Run ``code`` in a fresh Python with TensorFlow's placement log on.
+
+    Returns (node, op type, device) for each line of the log. TensorFlow honours
+    ``tf.debugging.set_log_device_placement(True)`` only when it is set before its runtime
+    starts, so a notebook that already ran TensorFlow cannot turn it on for itself.
+    """
+    preamble = (
+        "from tflearn_helpers import setup_course\n"
+        f"setup_course(devices={int(devices)}, log_placement=True, verbose=False)\n"
+        "import tensorflow as tf\n"
+    )
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", preamble + code],
+            capture_output=True, text=True, timeout=timeout, env=env,
+        )
+    except subprocess.TimeoutExpired:
+        raise TimeoutError(f"the placement-log snippet ran over {timeout:.0f} s") from None
+    if done.returncode != 0:
+        raise RuntimeError(f"the placement-log snippet failed:\n{done.stderr[-2000:]}")
+    lines = (_LOG_LINE.match(line.strip()) for line in done.stdout.splitlines())
+    return [(m["node"], m["op"], short_device(m["device"])) for m in lines if m]

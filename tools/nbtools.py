@@ -1,0 +1,101 @@
+"""Shared notebook utilities for the course tools and tests: reading, the Colab header,
+and the notebook contract (../shared/COURSE_DESIGN.md, "Notebook contract")."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+COURSE_DIRS = ("notebooks", "solutions", "exercises")
+COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
+_BADGE_RE = re.compile(r"\[!\[Open In Colab\]\([^)]*\)\]\(([^)]*)\)")
+_INSTALL_RE = re.compile(r"git\+https://github\.com/[\w.-]+/[\w.-]+")
+
+
+def repo_slug() -> str:
+    text = (ROOT / "tflearn_helpers" / "__init__.py").read_text()
+    return re.search(r'^REPO_SLUG = "([^"]+)"', text, re.M).group(1)
+
+
+def course_notebooks(dirs=COURSE_DIRS) -> list[Path]:
+    return sorted(p for d in dirs for p in (ROOT / d).glob("*.ipynb"))
+
+
+def read(path: Path):
+    return nbformat.read(str(path), as_version=4)
+
+
+def write(nb, path: Path) -> None:
+    path.write_text(nbformat.writes(nb) + "\n")
+
+
+def colab_url(path: Path, slug: str | None = None) -> str:
+    rel = path.resolve().relative_to(ROOT).as_posix()
+    return f"https://colab.research.google.com/github/{slug or repo_slug()}/blob/main/{rel}"
+
+
+def badge(path: Path, slug: str | None = None) -> str:
+    return f"[![Open In Colab]({COLAB_BADGE})]({colab_url(path, slug)})"
+
+
+def install_spec(slug: str | None = None) -> str:
+    return f"git+https://github.com/{slug or repo_slug()}"
+
+
+def stamp(nb, path: Path) -> bool:
+    """Rewrite the Colab badge and the Colab install line from REPO_SLUG; True if changed."""
+    changed = False
+    for cell in nb.cells:
+        new = cell.source
+        if cell.cell_type == "markdown":
+            new = _BADGE_RE.sub(badge(path), new)
+        elif "google.colab" in new:
+            new = _INSTALL_RE.sub(install_spec(), new)
+        changed |= new != cell.source
+        cell.source = new
+    return changed
+
+
+def contract_problems(path: Path) -> list[str]:
+    """Every way the notebook at ``path`` breaks the course's notebook contract."""
+    nb = read(path)
+    problems = []
+    md = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    if not md or nb.cells[0].cell_type != "markdown":
+        return ["the first cell must be the markdown header"]
+    h1 = [ln for text in md for ln in _outside_code(text) if re.match(r"^# \S", ln)]
+    if len(h1) != 1:
+        problems.append(f"needs exactly one H1 title, found {len(h1)}")
+    header = nb.cells[0].source
+    if badge(path) not in header:
+        problems.append("the header's Colab badge is missing or not built from REPO_SLUG")
+    if not re.search(r"you will learn", header, re.I):
+        problems.append("the header needs a 'You will learn' paragraph")
+    if not all(re.search(rf"\b{p}\b", header) for p in ("smoke", "cpu", "gpu")):
+        problems.append("the header must give the time at each scale (smoke, cpu, gpu)")
+    if not code or "setup_course(" not in code[0] or "google.colab" not in code[0]:
+        problems.append("the first code cell must be the setup cell (Colab install + setup_course)")
+    elif install_spec() not in code[0]:
+        problems.append("the setup cell's Colab install line is not built from REPO_SLUG")
+    tail = "\n".join(md[-2:])
+    if not re.search(r"^#+ .*takeaways", tail, re.I | re.M):
+        problems.append("must end with a 'Key takeaways' section")
+    if not re.search(r"\]\([^)]*(exercises|solutions|notebooks)/\d\d\w*\.ipynb\)", tail):
+        problems.append("the ending must link to its exercises (or, for exercises, its lesson)")
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count")):
+            problems.append(f"cell {i} has outputs: commit notebooks clean")
+    return problems
+
+
+def _outside_code(text: str):
+    fenced = False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            yield line
