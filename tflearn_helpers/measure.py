@@ -1,0 +1,84 @@
+"""Timing and the figures derived from it (used by lessons 02 to 06 and benchmarks/).
+
+Rules kept here once: warm-up steps (tracing, first allocation) are never timed, the
+result of every timed step is forced to the host so asynchronous execution is not
+mistaken for speed, and each measurement keeps its repeats so the spread can be shown.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per step over ``len(samples)`` timed steps."""
+
+    samples: tuple[float, ...]
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.samples)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def stdev(self) -> float:
+        return statistics.stdev(self.samples) if len(self.samples) > 1 else 0.0
+
+    def rate(self, items_per_step: float) -> float:
+        """Items (images, steps) per second, from the median step time."""
+        return items_per_step / self.median
+
+    def __str__(self) -> str:
+        return f"{self.median * 1e3:.1f} ms/step (± {self.stdev * 1e3:.1f}, n={len(self.samples)})"
+
+
+def time_steps(step, steps: int, warmup: int = 1) -> Timing:
+    """Call ``step()`` ``warmup`` times untimed, then ``steps`` times, timing each call."""
+    if steps < 1 or warmup < 0:
+        raise ValueError(f"need steps >= 1 and warmup >= 0, got steps={steps}, warmup={warmup}")
+    for _ in range(warmup):
+        _block(step())
+    samples = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        _block(step())
+        samples.append(time.perf_counter() - start)
+    return Timing(tuple(samples))
+
+
+def scaling_efficiency(rate_1: float, rate_n: float, n: int) -> float:
+    """Throughput on n devices divided by n times the throughput on one (1.0 = perfect)."""
+    if n < 1 or rate_1 <= 0:
+        raise ValueError(f"need n >= 1 and a positive single-device rate, got n={n}, {rate_1}")
+    return rate_n / (n * rate_1)
+
+
+def ring_allreduce_bytes(size_bytes: float, n: int) -> float:
+    """Bytes each replica sends in a ring all-reduce of ``size_bytes``: 2(n-1)/n * S."""
+    if n < 1:
+        raise ValueError(f"need n >= 1 replicas, got {n}")
+    return 2 * (n - 1) / n * size_bytes
+
+
+def pipeline_bubble(stages: int, micro_batches: int) -> float:
+    """Idle fraction of a GPipe-style pipeline: (K-1)/(M+K-1)."""
+    if stages < 1 or micro_batches < 1:
+        raise ValueError(f"need stages >= 1 and micro_batches >= 1, got {stages}, {micro_batches}")
+    return (stages - 1) / (micro_batches + stages - 1)
+
+
+def _block(result) -> None:
+    """Wait for TensorFlow's asynchronous work behind ``result`` to finish."""
+    if result is None:
+        return
+    import tensorflow as tf
+
+    for leaf in tf.nest.flatten(result):
+        if hasattr(leaf, "numpy"):
+            leaf.numpy()
