@@ -3,15 +3,22 @@
 A headline is a figure a lesson wants on the course's summary page (``make course``):
 ``headline("images/s on 4 devices", 123.4)`` prints it and, when the course runner
 set ``TFLEARN_HEADLINES``, appends it to that JSON-lines file.
+
+``record(key, value)`` keeps a measured figure for later lessons (lesson 06's strategy
+table reads what lessons 02-05 measured on this machine) in ``$TFLEARN_RESULTS``
+(default ``~/.cache/tflearn/results.json``); ``recorded(key)`` reads it back.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 HEADLINES_ENV = "TFLEARN_HEADLINES"
+RESULTS_ENV = "TFLEARN_RESULTS"
 
 
 def format_table(rows: Iterable[Sequence], headers: Sequence[str]) -> str:
@@ -40,6 +47,34 @@ def headline(label: str, value, unit: str = "") -> None:
     if path:
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps({"label": label, "value": text}) + "\n")
+
+
+def results_path() -> Path:
+    default = Path.home() / ".cache" / "tflearn" / "results.json"
+    return Path(os.environ.get(RESULTS_ENV) or default)
+
+
+def record(key: str, value: float, **context) -> None:
+    """Keep a measured figure (with when and where it was measured) for later lessons."""
+    path = results_path()
+    data = _load(path)
+    data[key] = {"value": value, "time": time.time(), **context}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+    tmp.replace(path)
+
+
+def recorded(key: str) -> dict | None:
+    """The entry ``record`` kept under ``key`` ({"value": ..., "time": ..., ...}), or None."""
+    return _load(results_path()).get(key)
+
+
+def _load(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
 
 
 def _fmt(value) -> str:
