@@ -144,7 +144,12 @@ def _has_nvidia_gpu() -> bool:
 def _keras_version() -> str:
     import tensorflow as tf
 
-    return getattr(tf.keras, "__version__", None) or tf.keras.version()
+    version = getattr(tf.keras, "__version__", None)
+    if not version and not hasattr(tf.keras, "version"):  # TF 2.15 (lab 01b): Keras 2
+        import keras
+
+        return keras.__version__
+    return version or tf.keras.version()
 
 
 def _sim_note(plan: DevicePlan) -> str:
