@@ -70,6 +70,13 @@ def recorded(key: str) -> dict | None:
     return _load(results_path()).get(key)
 
 
+def recorded_prefix(prefix: str) -> dict[str, dict]:
+    """Every entry whose key starts with ``prefix`` (e.g. "02."), sorted by key."""
+    if not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a string, got {prefix!r}")
+    return {k: v for k, v in sorted(_load(results_path()).items()) if k.startswith(prefix)}
+
+
 def _load(path: Path) -> dict:
     try:
         return json.loads(path.read_text())

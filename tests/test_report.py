@@ -1,0 +1,45 @@
+import json
+
+import pytest
+
+from tflearn_helpers import report
+
+
+def test_table_aligns_columns_and_formats_floats():
+    text = report.format_table([("a", 1.23456), ("bbb", 2)], ("name", "value"))
+    lines = text.splitlines()
+    assert lines[0].startswith("name") and set(lines[1]) <= {"-", " "}
+    assert "1.235" in lines[2] and lines[3].startswith("bbb")
+
+
+def test_table_rejects_ragged_rows():
+    with pytest.raises(ValueError, match="2 cells"):
+        report.format_table([(1, 2)], ("only",))
+
+
+def test_headline_prints_and_appends_when_the_runner_asks(tmp_path, monkeypatch, capsys):
+    sink = tmp_path / "h.jsonl"
+    monkeypatch.setenv(report.HEADLINES_ENV, str(sink))
+    report.headline("speed", 12.5, "img/s")
+    assert capsys.readouterr().out.strip() == "speed: 12.5 img/s"
+    assert json.loads(sink.read_text()) == {"label": "speed", "value": "12.5 img/s"}
+
+
+def test_record_round_trips_and_tolerates_a_missing_store(tmp_path, monkeypatch):
+    monkeypatch.setenv(report.RESULTS_ENV, str(tmp_path / "r" / "results.json"))
+    assert report.recorded("x") is None
+    report.record("x", 3.0, devices=2)
+    entry = report.recorded("x")
+    assert entry["value"] == 3.0 and entry["devices"] == 2
+
+
+def test_recorded_prefix_reads_only_matching_keys(tmp_path, monkeypatch):
+    monkeypatch.setenv(report.RESULTS_ENV, str(tmp_path / "results.json"))
+    assert report.recorded_prefix("02.") == {}
+    report.record("02.b", 2.0)
+    report.record("02.a", 1.0)
+    report.record("03.a", 3.0)
+    found = report.recorded_prefix("02.")
+    assert list(found) == ["02.a", "02.b"] and found["02.b"]["value"] == 2.0
+    with pytest.raises(TypeError, match="prefix"):
+        report.recorded_prefix(None)
