@@ -1,0 +1,87 @@
+import pytest
+import yaml
+
+from tflearn_helpers import kubernetes as k8s
+
+CLUSTER = {"chief": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]}
+COMMAND = ["python", "scripts/multi_worker_train.py", "--loop", "fit"]
+
+
+def make(**kwargs):
+    args = {"name": "mwms", "cluster": CLUSTER, "image": "reg/tflearn:1", "command": COMMAND}
+    return k8s.tfjob(**{**args, **kwargs})
+
+
+def test_manifest_has_the_structure_the_training_operator_expects():
+    job = make(gpus_per_worker=2)
+    assert job["apiVersion"] == "kubeflow.org/v1" and job["kind"] == "TFJob"
+    assert job["metadata"] == {"name": "mwms", "namespace": "default"}
+    specs = job["spec"]["tfReplicaSpecs"]
+    assert set(specs) == {"Chief", "Worker"}
+    assert specs["Chief"]["replicas"] == 1 and specs["Worker"]["replicas"] == 2
+    for spec in specs.values():
+        assert spec["restartPolicy"] == "OnFailure"
+        (container,) = spec["template"]["spec"]["containers"]
+        assert container["name"] == "tensorflow"
+        assert container["image"] == "reg/tflearn:1" and container["command"] == COMMAND
+        assert container["resources"]["limits"]["nvidia.com/gpu"] == 2
+
+
+def test_no_gpu_limit_without_gpus_and_none_for_ps():
+    job = make(cluster={"worker": ["a:1"], "ps": ["b:2"]}, gpus_per_worker=1)
+    specs = job["spec"]["tfReplicaSpecs"]
+    assert (
+        "nvidia.com/gpu"
+        in specs["Worker"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    )
+    assert (
+        "nvidia.com/gpu"
+        not in specs["PS"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    )
+    cpu_only = make()["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert "nvidia.com/gpu" not in cpu_only["resources"]["limits"]
+
+
+def test_shared_volume_and_env_reach_every_pod():
+    job = make(shared_volume_claim="backups", env={"TF_USE_LEGACY_KERAS": 1})
+    for spec in job["spec"]["tfReplicaSpecs"].values():
+        pod = spec["template"]["spec"]
+        assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == "backups"
+        container = pod["containers"][0]
+        assert container["volumeMounts"][0]["mountPath"] == "/shared"
+        assert container["env"] == [{"name": "TF_USE_LEGACY_KERAS", "value": "1"}]
+
+
+def test_yaml_text_parses_back_to_the_same_manifest():
+    job = make(gpus_per_worker=1, shared_volume_claim="backups", env={"A": "x: y"})
+    assert yaml.safe_load(k8s.to_yaml(job)) == job
+    assert yaml.safe_load(k8s.to_yaml({"a": [], "b": {}, "c": [1, [2, 3]], "d": None})) == {
+        "a": [],
+        "b": {},
+        "c": [1, [2, 3]],
+        "d": None,
+    }
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"name": "Bad_Name"}, ValueError, "DNS label"),
+        ({"cluster": {}}, ValueError, "non-empty dict"),
+        ({"cluster": {"boss": ["a:1"]}}, ValueError, "unknown job"),
+        ({"cluster": {"worker": []}}, ValueError, "non-empty list"),
+        ({"image": " "}, ValueError, "image"),
+        ({"command": "python train.py"}, ValueError, "list of strings"),
+        ({"gpus_per_worker": -1}, ValueError, ">= 0"),
+        ({"gpus_per_worker": 1.5}, TypeError, "whole number"),
+        ({"restart_policy": "Sometimes"}, ValueError, "restart_policy"),
+    ],
+)
+def test_bad_input_is_refused_with_a_clear_message(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        make(**kwargs)
+
+
+def test_to_yaml_refuses_values_it_cannot_write():
+    with pytest.raises(TypeError, match="cannot write"):
+        k8s.to_yaml({"a": object()})
