@@ -1,0 +1,68 @@
+import pytest
+
+from tflearn_helpers import report
+from tflearn_helpers import strategy_table as st
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv(report.RESULTS_ENV, str(tmp_path / "results.json"))
+
+
+def by_name(name):
+    return next(s for s in st.STRATEGIES if s.name == name)
+
+
+def test_course_strategies_are_all_in_the_table():
+    names = {s.name for s in st.STRATEGIES}
+    for wanted in (
+        "OneDeviceStrategy",
+        "MirroredStrategy",
+        "MultiWorkerMirroredStrategy",
+        "ParameterServerStrategy",
+        "manual model parallelism",
+        "pipelining (micro-batches)",
+    ):
+        assert wanted in names
+
+
+def test_missing_figures_say_which_lesson_to_run(store):
+    rows = st.rows()
+    assert len(rows) == len(st.STRATEGIES)
+    assert all(len(r) == len(st.HEADERS) for r in rows)
+    assert all("not measured here yet: run lesson" in r[-1] for r in rows)
+    assert st.missing() == [s.name for s in st.STRATEGIES]
+
+
+def test_recorded_figures_land_in_their_rows_only(store):
+    report.record("02.steps_per_s.workers=2", 12.5)
+    report.record("05.step_ms.naive", 40.0)
+    report.record("05.step_ms.pipelined_m4", 25.0)
+    report.record("06.step_ms.mwms_workers=2", 7.0)
+    rows = {r[0]: r[-1] for r in st.rows()}
+    assert rows["ParameterServerStrategy"] == "02.steps_per_s.workers=2: 12.5"
+    assert rows["manual model parallelism"] == "05.step_ms.naive: 40"
+    assert rows["pipelining (micro-batches)"] == "05.step_ms.pipelined_m4: 25"
+    assert "06.step_ms.mwms_workers=2: 7" in rows["MultiWorkerMirroredStrategy"]
+    assert "not measured" in rows["MirroredStrategy"]
+    assert st.missing() == ["OneDeviceStrategy", "MirroredStrategy"]
+
+
+def test_long_lists_are_cut_and_counted(store):
+    for n in range(6):
+        report.record(f"04.images_per_s.devices={n + 2}", float(n))
+    cell = {r[0]: r[-1] for r in st.rows(max_figures=2)}["MirroredStrategy"]
+    assert cell.count(": ") == 2 and cell.endswith("(+4 more)")
+
+
+def test_figures_use_a_given_store_without_reading_the_file():
+    store = {"03.allreduce_ms.ring": {"value": 1.5}, "09.x": {"value": 2}}
+    assert st.figures(by_name("MirroredStrategy"), store) == {"03.allreduce_ms.ring": 1.5}
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(TypeError, match="Strategy"):
+        st.figures("MirroredStrategy", {})
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="max_figures"):
+            st.rows(max_figures=bad, store={})
