@@ -11,7 +11,8 @@ in its environment selects tf_keras (Keras 2), otherwise Keras 3.
 BackupAndRestore callback when ``--backup-dir`` is given) or ``custom`` (strategy.run
 with a GradientTape). Each worker appends one JSON line per step to
 ``OUT/progress-<loop>-<task>.jsonl`` ({"step": optimizer iterations after the step,
-"loss": ...}) and saves its final weights to ``OUT/weights-<loop>-<task>.npz``.
+"loss": ...}) and saves its final weights to ``OUT/weights-<loop>-<task>.npz`` (``fit``
+also after each epoch: ``OUT/weights-fit-<task>-epoch<N>.npz``).
 Every worker trains on its own fixed synthetic batch (seeded by the seed and its input
 pipeline id), so step k of a resumed run does exactly the arithmetic of step k of an
 uninterrupted one.
