@@ -45,8 +45,9 @@ def pick_ports(n: int) -> list[int]:
     return sorted(ports)
 
 
-def local_cluster_spec(workers: int = 1, ps: int = 0, chief: bool = False,
-                       evaluator: bool = False) -> dict[str, list[str]]:
+def local_cluster_spec(
+    workers: int = 1, ps: int = 0, chief: bool = False, evaluator: bool = False
+) -> dict[str, list[str]]:
     """A cluster dict on localhost with fresh ports: {"worker": ["localhost:PORT", ...], ...}."""
     counts = {"chief": int(chief), "worker": workers, "ps": ps, "evaluator": int(evaluator)}
     for job, n in counts.items():
@@ -80,9 +81,11 @@ def in_process_servers(cluster: dict[str, list[str]], jobs=("worker", "ps")) -> 
         inter_op_parallelism_threads=len(cluster.get("worker", [])) + 1
     )
     return [
-        tf.distribute.Server(spec, job_name=job, task_index=i, config=config, protocol="grpc",
-                             start=True)
-        for job in jobs for i in range(len(cluster.get(job, [])))
+        tf.distribute.Server(
+            spec, job_name=job, task_index=i, config=config, protocol="grpc", start=True
+        )
+        for job in jobs
+        for i in range(len(cluster.get(job, [])))
     ]
 
 
@@ -93,8 +96,13 @@ class LocalCluster:
     gRPC server), each with its own TF_CONFIG. ``tasks`` limits which tasks start.
     """
 
-    def __init__(self, cluster: dict[str, list[str]], *, log_dir: str | None = None,
-                 env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        cluster: dict[str, list[str]],
+        *,
+        log_dir: str | None = None,
+        env: dict[str, str] | None = None,
+    ):
         for job in cluster:  # validate the whole cluster once, via any task of it
             tfconfig.build(cluster, job, 0)
         self.cluster = cluster
@@ -128,8 +136,13 @@ class LocalCluster:
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         log = open(self.log_path(*task), "a", buffering=1)
         self.procs[task] = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL,
-            start_new_session=True, preexec_fn=_die_with_parent,
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         log.close()
         self._targets[task] = command

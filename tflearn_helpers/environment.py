@@ -97,7 +97,7 @@ def setup_course(
     names = [d.name for d in tf.config.list_logical_devices(plan.kind)]
     env = CourseEnv(
         tf_version=tf.__version__,
-        keras_version=_keras_version(),
+        keras_version=_keras_version(legacy_keras),
         scale=profile,
         plan=plan,
         devices=names,
@@ -141,7 +141,12 @@ def _has_nvidia_gpu() -> bool:
     return os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/nvidia0")
 
 
-def _keras_version() -> str:
+def _keras_version(legacy: bool) -> str:
+    """The version of the Keras behind ``tf.keras`` (tf_keras when legacy)."""
+    if legacy:
+        import tf_keras
+
+        return tf_keras.__version__
     import tensorflow as tf
 
     version = getattr(tf.keras, "__version__", None)

@@ -24,8 +24,10 @@ def snapshot() -> Snapshot:
 def leftovers(before: Snapshot, wait: float = 10.0) -> list[str]:
     """What appeared since ``before`` and is still there after up to ``wait`` seconds.
 
-    Only Python processes and listening ports count, and this process's own descendants
-    that are still expected to run (none, once a notebook's kernel is shut down) count too.
+    A new Python process counts when it descends from this process or was orphaned (its
+    parent gone, adopted by init): what a notebook's kernel started and did not stop.
+    Other people's processes on the same machine do not count. A new listening port
+    counts when one of those processes holds it.
     """
     deadline = time.monotonic() + wait
     while True:
@@ -45,28 +47,39 @@ def kill(items_before: Snapshot) -> None:
 
 
 def _new_since(before: Snapshot) -> list[str]:
-    found = [
-        f"process {p.pid}: {' '.join(p.info['cmdline'] or [])[:160]}"
-        for p in _new_python_processes(before)
+    procs = list(_new_python_processes(before))
+    pids = {p.pid for p in procs}
+    found = [f"process {p.pid}: {' '.join(p.info['cmdline'] or [])[:160]}" for p in procs]
+    found += [
+        f"listening port {port} (process {pid})"
+        for port, pid in sorted(_listeners().items())
+        if port not in before.ports and pid in pids
     ]
-    found += [f"listening port {port}" for port in sorted(_listening_ports() - before.ports)]
     return found
 
 
 def _new_python_processes(before: Snapshot):
     me = os.getpid()
-    for proc in psutil.process_iter(["pid", "name", "cmdline", "status"]):
+    mine = {p.pid for p in psutil.Process(me).children(recursive=True)}
+    for proc in psutil.process_iter(["pid", "ppid", "name", "cmdline", "status"]):
         if proc.pid in before.pids or proc.pid == me:
             continue
         if proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        if proc.pid not in mine and proc.info["ppid"] != 1:
             continue
         if "python" in (proc.info["name"] or "").lower():
             yield proc
 
 
-def _listening_ports() -> set[int]:
+def _listeners() -> dict[int, int | None]:
+    """Listening TCP port -> the pid holding it (None when the system does not say)."""
     try:
         conns = psutil.net_connections(kind="tcp")
     except psutil.AccessDenied:
-        return set()
-    return {c.laddr.port for c in conns if c.status == psutil.CONN_LISTEN}
+        return {}
+    return {c.laddr.port: c.pid for c in conns if c.status == psutil.CONN_LISTEN}
+
+
+def _listening_ports() -> set[int]:
+    return set(_listeners())

@@ -16,8 +16,21 @@ from collections import Counter
 
 #: Bookkeeping nodes TensorFlow adds around the real work; left out of summaries.
 PLUMBING_OPS = frozenset(
-    {"_Arg", "_Retval", "_Send", "_Recv", "_HostSend", "_HostRecv", "Const", "NoOp",
-     "Identity", "_DeviceArg", "_DeviceRetval", "ReadVariableOp", "VarHandleOp"}
+    {
+        "_Arg",
+        "_Retval",
+        "_Send",
+        "_Recv",
+        "_HostSend",
+        "_HostRecv",
+        "Const",
+        "NoOp",
+        "Identity",
+        "_DeviceArg",
+        "_DeviceRetval",
+        "ReadVariableOp",
+        "VarHandleOp",
+    }
 )
 _LOG_LINE = re.compile(r"^(?P<node>\S+): \((?P<op>\w+)\): (?P<device>/job:\S+)$")
 
@@ -38,20 +51,29 @@ def variable_devices(obj) -> list[tuple[str, str, str]]:
     """(name, shape, device) of every variable of a model, layer, optimizer or list."""
     variables = getattr(obj, "variables", obj)
     variables = variables() if callable(variables) else variables
-    return [(v.name, str(tuple(v.shape)), short_device(v.device)) for v in variables]
+    return [(getattr(v, "path", v.name), str(tuple(v.shape)), _device(v)) for v in variables]
+
+
+def _device(variable) -> str:
+    """A variable's device; a Keras 3 variable keeps it on its backend ``value``."""
+    device = getattr(variable, "device", None)
+    return short_device(device if device is not None else variable.value.device)
 
 
 def op_devices(fn, *args, **kwargs) -> list[tuple[str, str]]:
     """Run ``fn`` once and return (op type, device) for every node that executed.
 
-    Works for a ``tf.function`` (its per-device partition graphs) and for eager code.
+    ``fn`` (eager code or a ``tf.function``) runs as a freshly traced ``tf.function``:
+    TensorFlow reports the per-device graphs only when it first places a function.
     """
+    import tensorflow as tf
     from tensorflow.python.eager import context  # run metadata has no public API
 
+    fresh = tf.function(getattr(fn, "python_function", fn))
     ctx = context.context()
     ctx.enable_run_metadata()
     try:
-        fn(*args, **kwargs)
+        fresh(*args, **kwargs)
         metadata = ctx.export_run_metadata()
     finally:
         ctx.disable_run_metadata()
@@ -82,7 +104,10 @@ def capture_placement_log(code: str, devices: int = 2, timeout: float = 120) -> 
     try:
         done = subprocess.run(
             [sys.executable, "-c", preamble + code],
-            capture_output=True, text=True, timeout=timeout, env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
         )
     except subprocess.TimeoutExpired:
         raise TimeoutError(f"the placement-log snippet ran over {timeout:.0f} s") from None

@@ -28,10 +28,10 @@ def format_table(rows: Iterable[Sequence], headers: Sequence[str]) -> str:
     for row in cells:
         if len(row) != len(headers):
             raise ValueError(f"row {row} has {len(row)} cells, headers have {len(headers)}")
-        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
     line = "  ".join("-" * w for w in widths)
-    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)), line]
-    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in cells]
+    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)), line]
+    out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
     return "\n".join(out)
 
 

@@ -25,8 +25,11 @@ def main() -> int:
     task = config["task"]
     threads = len(cluster.get("worker", [])) + 1  # see cluster.in_process_servers
     server = tf.distribute.Server(
-        tf.train.ClusterSpec(cluster), job_name=task["type"], task_index=task["index"],
-        protocol="grpc", config=tf.compat.v1.ConfigProto(inter_op_parallelism_threads=threads),
+        tf.train.ClusterSpec(cluster),
+        job_name=task["type"],
+        task_index=task["index"],
+        protocol="grpc",
+        config=tf.compat.v1.ConfigProto(inter_op_parallelism_threads=threads),
         start=True,
     )
     print(f"{task['type']}:{task['index']} serving at {server.target}", flush=True)

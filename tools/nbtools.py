@@ -33,7 +33,10 @@ def write(nb, path: Path) -> None:
 
 
 def colab_url(path: Path, slug: str | None = None) -> str:
-    rel = path.resolve().relative_to(ROOT).as_posix()
+    try:
+        rel = path.resolve().relative_to(ROOT).as_posix()
+    except ValueError:  # a notebook outside the course (a test's scratch copy)
+        rel = f"notebooks/{path.name}"
     return f"https://colab.research.google.com/github/{slug or repo_slug()}/blob/main/{rel}"
 
 

@@ -1,0 +1,47 @@
+from helpers import run_python
+
+from tflearn_helpers.placement import short_device
+
+
+def test_short_device_names():
+    assert short_device("/job:localhost/replica:0/task:0/device:CPU:1") == "CPU:1"
+    assert short_device("/job:ps/replica:0/task:1/device:CPU:0") == "ps:1/CPU:0"
+    assert short_device("") == "(unplaced)"
+
+
+def test_variables_and_ops_are_found_where_they_ran():
+    done = run_python("""
+        from tflearn_helpers import setup_course, placement
+        setup_course(devices=2, verbose=False)
+        import tensorflow as tf
+        with tf.device("/CPU:1"):
+            v = tf.Variable(tf.ones((3, 3)))
+        @tf.function
+        def f(x):
+            with tf.device("/CPU:1"):
+                return tf.reduce_sum(tf.matmul(x, v))
+        assert placement.variable_devices([v])[0][2] == "CPU:1"
+        counts = placement.compute_op_counts(f, tf.ones((2, 3)))
+        assert set(counts) == {"CPU:1"}, counts
+        ops = placement.op_devices(f, tf.ones((2, 3)))
+        assert any("MatMul" in op and dev == "CPU:1" for op, dev in ops), ops
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_placement_log_is_captured_from_a_fresh_process():
+    from tflearn_helpers.placement import capture_placement_log
+
+    lines = capture_placement_log(
+        "with tf.device('/CPU:1'):\n    tf.matmul(tf.ones((2, 2)), tf.ones((2, 2)))"
+    )
+    assert any("MatMul" in op and dev == "CPU:1" for _, op, dev in lines), lines
+
+
+def test_a_failing_snippet_raises_with_its_error():
+    import pytest
+
+    from tflearn_helpers.placement import capture_placement_log
+
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        capture_placement_log("1 / 0")

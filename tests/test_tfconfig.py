@@ -1,0 +1,36 @@
+import json
+
+import pytest
+
+from tflearn_helpers.tfconfig import TFConfigError, build, validate
+
+CLUSTER = {"chief": ["localhost:2222"], "worker": ["localhost:2223", "localhost:2224"]}
+
+
+def test_build_and_validate_round_trip():
+    config = build(CLUSTER, "worker", 1)
+    assert validate(json.dumps(config)) == config
+
+
+@pytest.mark.parametrize(
+    "config, field",
+    [
+        ("{not json", "valid JSON"),
+        ([], "JSON object"),
+        ({"cluster": {}, "task": {}}, '["cluster"]'),
+        ({"cluster": {"gpu": ["a:1"]}, "task": {"type": "gpu"}}, '["gpu"]: unknown job'),
+        ({"cluster": {"worker": "a:1"}, "task": {"type": "worker"}}, 'cluster"]["worker"]'),
+        ({"cluster": {"worker": ["a"]}, "task": {"type": "worker"}}, "not 'host:port'"),
+        ({"cluster": {"worker": ["a:1", "a:1"]}, "task": {"type": "worker"}}, "also worker[0]"),
+        ({"cluster": {"chief": ["a:1", "b:2"]}, "task": {"type": "chief"}}, "exactly one"),
+        ({"cluster": CLUSTER, "task": {"type": "ps", "index": 0}}, '["task"]["type"]'),
+        ({"cluster": CLUSTER, "task": {"type": "worker", "index": 2}}, "has 2 address"),
+        ({"cluster": CLUSTER, "task": {"type": "worker", "index": "0"}}, "integer"),
+        ({"cluster": CLUSTER, "task": "worker"}, '["task"] must be'),
+        ({"cluster": CLUSTER, "task": {"type": "chief"}, "extra": 1}, "unknown keys"),
+    ],
+)
+def test_malformed_configs_name_the_field(config, field):
+    with pytest.raises(TFConfigError) as err:
+        validate(config)
+    assert field in str(err.value)

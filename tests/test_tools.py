@@ -1,0 +1,59 @@
+"""The exercise generator and the contract checker on small, made-up notebooks."""
+
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import make_exercises  # noqa: E402
+import nbtools  # noqa: E402
+
+
+def test_single_line_solution_becomes_a_stub():
+    out = make_exercises.strip_code("n = 4  # SOLUTION\nprint(n)")
+    assert out == "n = ...  # YOUR CODE HERE\nprint(n)"
+
+
+def test_region_becomes_its_stub_lines_with_indentation():
+    src = (
+        "def f():\n    # BEGIN SOLUTION\n    # STUB: return ...\n    return 42\n    # END SOLUTION"
+    )
+    assert make_exercises.strip_code(src) == "def f():\n    # YOUR CODE HERE\n    return ..."
+
+
+def test_region_without_stub_becomes_ellipsis_and_solution_only_lines_go():
+    src = "# BEGIN SOLUTION\nx = 1\n# END SOLUTION\nassert ok  # SOLUTION ONLY\ny = 2"
+    assert make_exercises.strip_code(src) == "# YOUR CODE HERE\n...\ny = 2"
+
+
+@pytest.mark.parametrize(
+    "bad", ["# BEGIN SOLUTION\nx = 1", "x = 1\n# END SOLUTION", "print(1)  # SOLUTION"]
+)
+def test_unbalanced_or_unassignable_markers_are_errors(bad):
+    with pytest.raises(ValueError):
+        make_exercises.strip_code(bad)
+
+
+def test_exercise_drops_markdown_solutions_and_retitles(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# 09 · Demo (solutions)"),
+        nbformat.v4.new_markdown_cell("<!-- BEGIN SOLUTION -->\nwhy\n<!-- END SOLUTION -->"),
+        nbformat.v4.new_code_cell("a = 1  # SOLUTION"),
+    ]
+    target = nbtools.ROOT / "exercises" / "09_demo.ipynb"
+    ex = make_exercises.exercise_from_solution(nb, target)
+    assert [c.source for c in ex.cells] == ["# 09 · Demo (exercises)", "a = ...  # YOUR CODE HERE"]
+
+
+def test_contract_reports_a_bare_notebook(tmp_path):
+    path = tmp_path / "99_probe.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("no title"), nbformat.v4.new_code_cell("1")]
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="1")]
+    nbtools.write(nb, path)
+    problems = " | ".join(nbtools.contract_problems(path))
+    for expected in ("H1", "badge", "You will learn", "setup cell", "takeaways", "outputs"):
+        assert expected in problems
