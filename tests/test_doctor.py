@@ -1,0 +1,29 @@
+import subprocess
+import sys
+
+
+def _doctor(*args, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "tflearn_helpers", "doctor", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_doctor_passes_on_this_machine():
+    done = _doctor()
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+    assert "ok    2-replica MirroredStrategy step" in done.stdout
+    assert "ok    loopback gRPC round trip" in done.stdout
+    assert "ready" in done.stdout
+
+
+def test_doctor_fails_clearly_on_an_impossible_device_count():
+    done = _doctor("--devices", "99")
+    assert done.returncode == 1 and "devices=99 is not possible" in done.stderr
+
+
+def test_doctor_gives_up_instead_of_hanging():
+    done = _doctor("--timeout", "0.01")
+    assert done.returncode == 2 and "did not finish within" in done.stderr

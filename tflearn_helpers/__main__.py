@@ -1,0 +1,38 @@
+"""Command line: ``python -m tflearn_helpers doctor`` / ``course`` (see README)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tflearn_helpers")
+    sub = parser.add_subparsers(dest="command", required=True)
+    doctor = sub.add_parser("doctor", help="check that this machine is ready for the course")
+    doctor.add_argument("--devices", type=int, default=2, help="simulated devices to test")
+    doctor.add_argument("--timeout", type=float, default=180, help="seconds before giving up")
+    course = sub.add_parser("course", help="execute the course into HTML with a summary page")
+    course.add_argument("--out", default="build", help="output folder (default: build)")
+    course.add_argument("--scale", choices=("smoke", "cpu", "gpu"), help="scale profile")
+    course.add_argument("--only", default="", help="run notebooks whose name contains this")
+    course.add_argument("--solutions", action="store_true", help="also run solutions/")
+    course.add_argument("--cell-timeout", type=float, default=1800, help="seconds per cell")
+    args = parser.parse_args(argv)
+    if args.command == "doctor":
+        from .doctor import main as doctor_main
+
+        return doctor_main(devices=args.devices, timeout=args.timeout)
+    from .course import run_course
+
+    return run_course(
+        args.out,
+        scale=args.scale,
+        only=args.only,
+        solutions=args.solutions,
+        cell_timeout=args.cell_timeout,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""The course runner behind ``make course``: execute every notebook into build/.
+
+Each notebook runs in its own kernel (the one its metadata names; lab 01b's is
+``tflearn-legacy``), is saved executed and rendered to HTML; build/index.html lists
+each notebook's status (with the failing cell), run time, headline figures and anything
+it left running. A failing notebook does not stop the others.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import time
+from pathlib import Path
+
+from . import leftovers
+from .report import HEADLINES_ENV
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_course(
+    out: str = "build",
+    scale: str | None = None,
+    only: str = "",
+    solutions: bool = False,
+    cell_timeout: float = 1800,
+) -> int:
+    out_dir = Path(out).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if scale:
+        os.environ["TFLEARN_SCALE"] = scale
+    folders = ["notebooks"] + (["solutions"] if solutions else [])
+    paths = [p for f in folders for p in sorted((ROOT / f).glob("*.ipynb")) if only in p.name]
+    if not paths:
+        print(f"no notebooks match {only!r}")
+        return 1
+    results = []
+    for i, path in enumerate(paths, 1):
+        print(f"[{i}/{len(paths)}] {path.parent.name}/{path.name}", flush=True)
+        results.append(run_notebook(path, out_dir / path.parent.name, cell_timeout))
+        r = results[-1]
+        print(f"      {r['status']} in {r['seconds']:.0f} s {r.get('error', '')}", flush=True)
+    (out_dir / "summary.json").write_text(json.dumps(results, indent=1))
+    (out_dir / "index.html").write_text(_index_html(results, os.environ.get("TFLEARN_SCALE")))
+    failed = [r for r in results if r["status"] != "passed"]
+    print(f"{len(results) - len(failed)} passed, {len(failed)} failed -> {out_dir / 'index.html'}")
+    return 1 if failed else 0
+
+
+def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
+    """Execute one notebook; return its status, time, headlines and leftovers."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+    from nbconvert import HTMLExporter
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    nb = nbformat.read(str(path), as_version=4)
+    headlines = out_dir / f"{path.stem}.headlines.jsonl"
+    headlines.unlink(missing_ok=True)
+    os.environ[HEADLINES_ENV] = str(headlines)
+    kernel = nb.metadata.get("kernelspec", {}).get("name", "python3")
+    code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+
+    def progress(cell, cell_index, execute_reply=None):
+        n = code_cells.index(cell_index) + 1 if cell_index in code_cells else "?"
+        print(
+            f"      cell {n}/{len(code_cells)} done at {time.monotonic() - start:.0f} s", flush=True
+        )
+
+    client = NotebookClient(
+        nb,
+        timeout=cell_timeout,
+        kernel_name=kernel,
+        resources={"metadata": {"path": str(path.parent)}},
+        on_cell_executed=progress,
+    )
+    result = {"notebook": f"{path.parent.name}/{path.name}", "kernel": kernel}
+    before = leftovers.snapshot()
+    start = time.monotonic()
+    try:
+        client.execute()
+        result["status"] = "passed"
+    except (CellExecutionError, CellTimeoutError) as err:
+        failing = next((i for i, c in enumerate(nb.cells) if _errored(c)), None)
+        result.update(status="failed", cell=failing, error=str(err).strip().splitlines()[-1])
+    except Exception as err:  # a kernel that cannot start, a dead kernel: record, go on
+        result.update(status="failed", cell=None, error=f"{type(err).__name__}: {err}")
+    finally:
+        os.environ.pop(HEADLINES_ENV, None)
+    result["seconds"] = time.monotonic() - start
+    result["left_running"] = leftovers.leftovers(before)
+    if result["left_running"]:
+        leftovers.kill(before)
+    result["headlines"] = _read_jsonl(headlines)
+    nbformat.write(nb, str(out_dir / path.name))
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    (out_dir / f"{path.stem}.html").write_text(body)
+    result["html"] = f"{path.parent.name}/{path.stem}.html"
+    return result
+
+
+def _errored(cell) -> bool:
+    return cell.cell_type == "code" and any(
+        o.get("output_type") == "error" for o in cell.get("outputs", [])
+    )
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _index_html(results: list[dict], scale: str | None) -> str:
+    rows = []
+    for r in results:
+        status = r["status"]
+        if status == "failed":
+            where = f"cell {r['cell']}" if r.get("cell") is not None else "before any cell"
+            status = f"failed at {where}: {html.escape(r.get('error', ''))}"
+        figures = "<br>".join(html.escape(f"{h['label']}: {h['value']}") for h in r["headlines"])
+        left = html.escape("; ".join(r["left_running"])) or "nothing"
+        rows.append(
+            f"<tr><td><a href='{r['html']}'>{html.escape(r['notebook'])}</a></td>"
+            f"<td>{status}</td><td>{r['seconds']:.0f} s</td><td>{figures}</td><td>{left}</td></tr>"
+        )
+    total = sum(r["seconds"] for r in results)
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    return (
+        "<!doctype html><meta charset='utf-8'><title>tflearn: the executed course</title>"
+        "<style>body{font-family:sans-serif;margin:2em}td,th{border:1px solid #ccc;"
+        "padding:.4em;vertical-align:top}table{border-collapse:collapse}</style>"
+        f"<h1>tflearn: the executed course</h1><p>Scale profile: {html.escape(scale or 'default')}"
+        f" · executed {when} · total {total:.0f} s</p>"
+        "<table><tr><th>notebook</th><th>status</th><th>time</th><th>headline figures</th>"
+        "<th>left running</th></tr>" + "".join(rows) + "</table>"
+    )

@@ -1,0 +1,108 @@
+"""``python -m tflearn_helpers doctor``: is this machine ready for the course?
+
+An instructor runs it on each workshop machine (lesson 00 shows its output). It prints
+versions and devices, trains one step on 2 replicas with MirroredStrategy, makes one
+gRPC round trip on loopback, and exits non-zero with the reason when anything fails.
+Every check has a deadline: a stuck check ends the doctor, it never hangs it.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+
+class CheckFailed(RuntimeError):
+    pass
+
+
+def main(devices: int = 2, timeout: float = 120.0) -> int:
+    print(f"tflearn doctor: Python {platform.python_version()} on {platform.machine()}")
+    watchdog = threading.Timer(timeout, _give_up, args=(timeout,))
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        from . import setup_course
+
+        env = setup_course(devices=max(devices, 2))
+        for name, check in (
+            ("2-replica MirroredStrategy step", _mirrored_step),
+            ("loopback gRPC round trip", _grpc_round_trip),
+        ):
+            start = time.perf_counter()
+            detail = check(env)
+            print(f"ok    {name}: {detail} ({time.perf_counter() - start:.1f} s)")
+        print(f"info  lab 01b kernel (tflearn-legacy): {_legacy_kernel()}")
+    except Exception as err:  # any failure is the instructor's answer: say it plainly
+        print(f"FAIL  {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    finally:
+        watchdog.cancel()
+    print("ready: this machine can run the course.")
+    return 0
+
+
+def _mirrored_step(env) -> str:
+    import numpy as np
+    import tensorflow as tf
+
+    strategy = env.mirrored_strategy(2)
+    with strategy.scope():
+        w = tf.Variable(tf.zeros((4, 1)))
+    data = tf.data.Dataset.from_tensors((tf.ones((8, 4)), tf.ones((8, 1))))
+    batch = next(iter(strategy.experimental_distribute_dataset(data)))
+
+    @tf.function
+    def step(x, y):
+        def replica_step(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.nn.compute_average_loss(tf.square(x @ w - y), global_batch_size=8)
+            w.assign_sub(0.1 * tape.gradient(loss, w))
+
+        strategy.run(replica_step, args=(x, y))
+
+    step(*batch)
+    copies = [v.numpy() for v in strategy.experimental_local_results(w)]
+    if not all(np.allclose(copies[0], c) for c in copies) or np.allclose(copies[0], 0):
+        raise CheckFailed(f"replicas disagree or did not update after one step: {copies}")
+    return f"{strategy.num_replicas_in_sync} replicas updated identically"
+
+
+def _grpc_round_trip(env) -> str:
+    import tensorflow as tf
+
+    from .cluster import local_cluster_spec
+
+    spec = local_cluster_spec(workers=1)
+    server = tf.distribute.Server(tf.train.ClusterSpec(spec), job_name="worker", task_index=0)
+    with tf.Graph().as_default():
+        with tf.device("/job:worker/task:0"):
+            total = tf.reduce_sum(tf.range(10))
+        with tf.compat.v1.Session(server.target) as session:
+            value = session.run(total, options=tf.compat.v1.RunOptions(timeout_in_ms=30_000))
+    if value != 45:
+        raise CheckFailed(f"the server computed {value}, expected 45")
+    return f"a server on {spec['worker'][0]} ran a graph (it stops when the doctor exits)"
+
+
+def _legacy_kernel() -> str:
+    jupyter = shutil.which("jupyter", path=os.path.dirname(sys.executable))
+    if not jupyter:
+        return "jupyter not found in this environment"
+    listing = subprocess.run([jupyter, "kernelspec", "list"], capture_output=True, text=True)
+    return "installed" if "tflearn-legacy" in listing.stdout else "missing (make legacy-env)"
+
+
+def _give_up(timeout: float) -> None:
+    print(
+        f"FAIL  a check did not finish within {timeout:.0f} s: this machine is stuck or "
+        "far too slow for the course (see lesson 00).",
+        file=sys.stderr,
+        flush=True,
+    )
+    os._exit(2)
