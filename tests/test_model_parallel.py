@@ -1,0 +1,96 @@
+import pytest
+from helpers import run_python
+
+from tflearn_helpers.model_parallel import balance, group_sums
+
+#: A tiny functional network named like a Keras ResNet (two residual blocks).
+TINY = """
+from tflearn_helpers import setup_course
+setup_course(devices=3, verbose=False)
+import numpy as np
+import keras
+import tensorflow as tf
+from tflearn_helpers import model_parallel as mp, placement
+
+def tiny_resnet():
+    keras.utils.set_random_seed(0)
+    L = keras.layers
+    inp = keras.Input((8, 8, 3))
+    h = L.Conv2D(4, 3, padding="same", name="conv1_conv")(inp)
+    h = L.BatchNormalization(name="conv1_bn")(h)
+    a = L.Activation("relu", name="conv2_block1_out")(h)
+    b = L.Conv2D(4, 3, padding="same", name="conv2_block2_conv")(a)
+    h = L.Add(name="conv2_block2_add")([a, b])
+    h = L.Activation("relu", name="conv2_block2_out")(h)
+    h = L.GlobalAveragePooling2D(name="avg_pool")(h)
+    return keras.Model(inp, L.Dense(3, activation="softmax", name="predictions")(h))
+"""
+
+
+def test_balance_minimises_the_largest_group():
+    costs = [1, 1, 1, 1, 4]
+    cuts = balance(costs, 2)
+    assert cuts == [3]
+    assert group_sums(costs, cuts) == [4, 4]
+    assert balance([5, 1, 1, 1], 2) == [0]
+    assert balance([1, 2, 3], 3) == [0, 1]
+    assert balance([1, 2, 3], 1) == []
+
+
+def test_balance_refuses_impossible_requests():
+    with pytest.raises(ValueError, match="cannot make 4 stages out of 3"):
+        balance([1, 2, 3], 4)
+    with pytest.raises(ValueError, match=">= 0"):
+        balance([1, -2, 3], 2)
+
+
+def test_split_places_variables_and_keeps_outputs():
+    done = run_python(
+        TINY
+        + """
+model = tiny_resnet()
+assert mp.block_boundaries(model) == ["conv2_block1_out", "conv2_block2_out"]
+stages = mp.split_model(model, ["conv2_block1_out"], ["/CPU:1", "/CPU:2"])
+for stage, dev in zip(stages, ["CPU:1", "CPU:2"]):
+    assert {d for _, _, d in placement.variable_devices(stage.model)} == {dev}
+assert sum(s.count_params() for s in stages) == model.count_params()
+x = tf.random.normal((4, 8, 8, 3))
+h = x
+for s in stages:
+    h = s(h)
+np.testing.assert_allclose(h.numpy(), model(x).numpy(), rtol=1e-5, atol=1e-6)
+out, kept = stages[0].activation_bytes(batch=4)
+assert out == 4 * 8 * 8 * 4 * 4 and kept > out
+assert len(stages[0].source_variables) == len(stages[0].trainable_variables)
+segs = mp.segment_models(model, ["conv2_block1_out"])
+assert [m.count_params() for m in segs] == [s.count_params() for s in stages]
+"""
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_split_refuses_bad_requests_clearly():
+    done = run_python(
+        TINY
+        + """
+model = tiny_resnet()
+def fails(match, cuts, devices=("/CPU:0", "/CPU:1", "/CPU:2")):
+    try:
+        mp.split_model(model, cuts, list(devices))
+    except ValueError as err:
+        assert match in str(err), err
+    else:
+        raise AssertionError(f"no error for {cuts}")
+fails("no layer named ['conv9_block1_out']", ["conv9_block1_out"])
+fails("need 3 devices", ["conv2_block1_out", "conv2_block2_out"], ["/CPU:0", "/CPU:1"])
+fails("not a clean cut", ["conv2_block2_conv"])
+fails("layer order", ["conv2_block2_out", "conv2_block1_out"])
+try:
+    mp.block_boundaries(keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]))
+except ValueError as err:
+    assert "conv3_block1_out" in str(err)
+else:
+    raise AssertionError("no error for a model without blocks")
+"""
+    )
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -1,0 +1,223 @@
+"""A GPipe-style pipelined training step over placed stages (taught in lesson 05).
+
+The batch is cut into M micro-batches. One Python thread per stage runs that stage's
+forward pass for every micro-batch as soon as its input arrives, then the backward passes,
+accumulating gradients; activations and their gradients travel between threads through
+queues. Each stage's work is one ``tf.function`` call, which releases the GIL, so stages
+can really run at the same time (Huang et al. 2019, "GPipe", arXiv:1811.06965, schedule).
+With M = 1 this is naive model parallelism: one stage busy at a time.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+
+from .placement import short_device
+from .timeline import Timeline
+
+_ABORT = object()
+
+
+class _Aborted(Exception):
+    """Another stage's thread failed; this one stops too."""
+
+
+class Pipeline:
+    """Train ``stages`` (from ``model_parallel.split_model``) with ``loss`` (a mean over the
+    micro-batch, e.g. ``keras.losses.SparseCategoricalCrossentropy``). ``make_optimizer``
+    builds one optimizer per stage, created inside the stage's device scope so its slot
+    variables sit with the stage's variables."""
+
+    def __init__(self, stages, loss, make_optimizer=None):
+        if not stages:
+            raise ValueError("a pipeline needs at least one stage")
+        self.stages = list(stages)
+        self.loss = loss
+        self.optimizers = []
+        if make_optimizer is not None:
+            import tensorflow as tf
+
+            for stage in self.stages:
+                with tf.device(stage.device):
+                    opt = make_optimizer()
+                    opt.build(stage.trainable_variables)
+                self.optimizers.append(opt)
+        self._fns: dict = {}
+        self._apply: list = []
+        self._graph_step = None
+
+    def lane(self, s: int) -> str:
+        """The timeline lane of stage ``s``."""
+        return f"stage {s} ({short_device(self.stages[s].device)})"
+
+    def _fn(self, s: int, training: bool, x, y):
+        """The traced forward pass of stage ``s`` (the last stage returns the loss)."""
+        import tensorflow as tf
+
+        key = (s, training)
+        if key not in self._fns:
+            stage, last = self.stages[s], s == len(self.stages) - 1
+            x_spec = tf.TensorSpec([None, *x.shape[1:]], x.dtype)
+            if last:
+                y_spec = tf.TensorSpec([None, *y.shape[1:]], y.dtype)
+
+                def forward(x, y):
+                    return self.loss(y, stage(x, training=training))
+
+                self._fns[key] = tf.function(forward, input_signature=[x_spec, y_spec])
+            else:
+                self._fns[key] = tf.function(
+                    lambda x: stage(x, training=training), input_signature=[x_spec]
+                )
+        return self._fns[key]
+
+    def gradients(self, x, y, micro_batches: int = 1, training: bool = True, timeline=None):
+        """Mean loss over the batch and each stage's gradients, accumulated over
+        ``micro_batches`` equal micro-batches (equal to the full-batch gradient when the
+        model treats samples independently, e.g. BatchNorm in inference mode)."""
+        import tensorflow as tf
+
+        k, m_count = len(self.stages), micro_batches
+        if isinstance(m_count, bool) or not isinstance(m_count, int) or m_count < 1:
+            raise ValueError(f"micro_batches must be a whole number >= 1, got {m_count!r}")
+        if x.shape[0] % m_count:
+            raise ValueError(f"batch of {x.shape[0]} does not split into {m_count} equal parts")
+        xs, ys = tf.split(x, m_count), tf.split(y, m_count)
+        fwd_q = [queue.Queue() for _ in range(k)]
+        bwd_q = [queue.Queue() for _ in range(k)]
+        grads: list = [None] * k
+        losses: list = []
+        errors: list = []
+        timeline = timeline if timeline is not None else Timeline()
+        lanes = [self.lane(s) for s in range(k)]
+        timeline.lanes.extend(lane for lane in lanes if lane not in timeline.lanes)
+
+        def recv(q):
+            item = q.get()
+            if item is _ABORT:
+                raise _Aborted
+            return item
+
+        def run(s):
+            stage, last = self.stages[s], s == k - 1
+            acc, kept = None, []
+            with tf.device(stage.device):
+                for m in range(m_count):
+                    inp = xs[m] if s == 0 else recv(fwd_q[s])
+                    with tf.GradientTape() as tape:
+                        if s > 0:
+                            tape.watch(inp)
+                        with timeline.span(lanes[s], f"F{m}"):
+                            out = self._fn(s, training, inp, ys[m])(inp, *([ys[m]] if last else []))
+                            _sync(out)
+                        if last:
+                            losses.append(out)
+                            out = out / m_count
+                    if last:
+                        acc = self._backward(s, m, tape, out, inp, None, acc, bwd_q, timeline)
+                    else:
+                        fwd_q[s + 1].put(out)
+                        kept.append((tape, inp, out))
+                for m, (tape, inp, out) in enumerate(kept):
+                    dy = recv(bwd_q[s])
+                    acc = self._backward(s, m, tape, out, inp, dy, acc, bwd_q, timeline)
+                grads[s] = acc
+
+        def guarded(s):
+            try:
+                run(s)
+            except BaseException as err:  # stop every other stage too, then report
+                errors.append(err)
+                for q in fwd_q + bwd_q:
+                    q.put(_ABORT)
+
+        threads = [threading.Thread(target=guarded, args=(s,), daemon=True) for s in range(k)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        real = [e for e in errors if not isinstance(e, _Aborted)]
+        if real:
+            raise real[0]
+        return float(tf.add_n(losses) / m_count), grads
+
+    def _backward(self, s, m, tape, out, inp, dy, acc, bwd_q, timeline):
+        stage = self.stages[s]
+        sources = ([inp] if s > 0 else []) + list(stage.trainable_variables)
+        with timeline.span(self.lane(s), f"B{m}"):
+            g = tape.gradient(out, sources, output_gradients=dy)
+            _sync(g[0])
+        if s > 0:
+            bwd_q[s - 1].put(g[0])
+            g = g[1:]
+        return g if acc is None else [a + b for a, b in zip(acc, g, strict=True)]
+
+    def graph_step(self, x, y):
+        """One naive model-parallel training step traced as a single ``tf.function``."""
+        import tensorflow as tf
+
+        if not self.optimizers:
+            raise ValueError("this pipeline has no optimizers: pass make_optimizer=...")
+        if self._graph_step is None:
+            self._graph_step = tf.function(lambda x, y: _one_graph(self, x, y))
+        return self._graph_step(x, y)
+
+    def train_step(self, x, y, micro_batches: int = 1, timeline=None) -> float:
+        """One pipelined training step; returns the mean loss."""
+        import tensorflow as tf
+
+        if not self.optimizers:
+            raise ValueError("this pipeline has no optimizers: pass make_optimizer=...")
+        loss, grads = self.gradients(x, y, micro_batches, training=True, timeline=timeline)
+        if not self._apply:
+            for stage, opt in zip(self.stages, self.optimizers, strict=True):
+                self._apply.append(tf.function(_applier(stage, opt)))
+        for apply, g in zip(self._apply, grads, strict=True):
+            apply(g)
+        return loss
+
+
+def _one_graph(pipeline, x, y):
+    """Naive model parallelism as one traced step: each stage's forward pass, then each
+    stage's backward pass and update, every one under that stage's device scope (a single
+    ``tape.gradient`` call would put the whole backward pass on the default device)."""
+    import tensorflow as tf
+
+    stages, k = pipeline.stages, len(pipeline.stages)
+    with tf.GradientTape(persistent=True) as tape:
+        inputs, outputs = [x], []
+        for s, stage in enumerate(stages):
+            out = stage(inputs[-1], training=True)
+            if s == k - 1:
+                with tf.device(stage.device):
+                    out = pipeline.loss(y, out)
+            outputs.append(out)
+            inputs.append(out)
+    dy = None
+    for s in reversed(range(k)):
+        stage, params = stages[s], stages[s].trainable_variables
+        with tf.device(stage.device):
+            g = tape.gradient(outputs[s], ([inputs[s]] if s else []) + params, dy)
+            if s:
+                dy, g = g[0], g[1:]
+            pipeline.optimizers[s].apply_gradients(zip(g, params, strict=True))
+    return outputs[-1]
+
+
+def _applier(stage, optimizer):
+    def apply(grads):
+        import tensorflow as tf
+
+        with tf.device(stage.device):
+            optimizer.apply_gradients(zip(grads, stage.trainable_variables, strict=True))
+
+    return apply
+
+
+def _sync(tensor) -> None:
+    """Wait until ``tensor`` is computed (GPU kernels run asynchronously), cheaply."""
+    import tensorflow as tf
+
+    if "GPU" in tensor.device:
+        tf.reduce_sum(tensor).numpy()
