@@ -3,8 +3,7 @@
 Trains a small linear model in batches of scheduled steps on the ps/worker servers of
 TF_CONFIG, writes a checkpoint after every batch, and prints one event per batch (see
 tflearn_helpers.ps_strategy.emit). The notebook kills and restarts tasks meanwhile.
-Stops after --steps steps applied by this run, when the file --stop-file appears, or
-after --max-seconds.
+Stops after --steps steps applied by this run (default: never) or after --max-seconds.
 Exit code 3: a parameter server failed (restart it, then run this script again to resume).
 """
 
@@ -23,7 +22,6 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--ckpt-dir", required=True)
     parser.add_argument("--steps", type=int, default=0, help="stop after this many (0: no limit)")
-    parser.add_argument("--stop-file", default="")
     parser.add_argument("--batch", type=int, default=8, help="steps scheduled between joins")
     parser.add_argument("--work", type=int, default=64, help="matmuls per step (step length)")
     parser.add_argument("--max-seconds", type=float, default=300.0)
@@ -96,9 +94,7 @@ def main() -> int:
             checkpoint=path,
             seconds=round(time.monotonic() - t0, 2),
         )
-        if (args.steps and done - start >= args.steps) or (
-            args.stop_file and os.path.exists(args.stop_file)
-        ):
+        if args.steps and done - start >= args.steps:
             break
         if time.monotonic() - t0 > args.max_seconds:
             ps_strategy.emit("error", message=f"stopped after {args.max_seconds} s")

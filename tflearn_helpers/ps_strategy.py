@@ -7,6 +7,7 @@ of a coordinator that runs as its own process (one process drives one cluster).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -27,11 +28,11 @@ def make_strategy(cluster: dict[str, list[str]], *, shards: int = 0):
     shards: split each large variable into this many pieces over the ps tasks (0: none).
     Returns ``(strategy, coordinator)``.
     """
-    import tensorflow as tf
-
     _check_cluster(cluster)
     if isinstance(shards, bool) or not isinstance(shards, int) or shards < 0:
         raise ValueError(f"shards must be a whole number >= 0, got {shards!r}")
+    import tensorflow as tf
+
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
         tf.train.ClusterSpec(cluster), task_type="chief", task_id=0, rpc_layer="grpc"
     )
@@ -67,11 +68,11 @@ def worker_ids(coordinator):
     (through the coordinator's internal worker list). Like a per-worker dataset, it is
     rebuilt when a failed worker comes back.
     """
-    import tensorflow as tf
-
     workers = getattr(getattr(coordinator, "_cluster", None), "workers", None)
     if workers is None:
         raise TypeError(f"expected a ClusterCoordinator, got {type(coordinator).__name__}")
+    import tensorflow as tf
+
     ident = tf.function(tf.identity)
     values = tuple(
         w.create_resource(ident, args=(tf.constant(i, tf.int32),)) for i, w in enumerate(workers)
@@ -91,11 +92,15 @@ def measure_workers(cluster, workers: int, *, steps: int, work: int = 64, warmup
     Connects this process to ``sub_cluster(cluster, workers)`` (servers already running).
     Returns ``(steps_per_second, steps_each_worker_ran)``.
     """
-    import tensorflow as tf
-
     if steps < 1 or warmup < 0 or work < 1:
         raise ValueError(f"need steps >= 1, warmup >= 0, work >= 1; got {steps}, {warmup}, {work}")
-    strategy, coordinator = make_strategy(sub_cluster(cluster, workers))
+    sub = sub_cluster(cluster, workers)
+    import tensorflow as tf
+
+    # Free what the current connection no longer uses while it can still be told to: after
+    # the reconnection TensorFlow would log errors about functions the servers forgot.
+    gc.collect()
+    strategy, coordinator = make_strategy(sub)
     with strategy.scope():
         w = tf.Variable(tf.random.stateless_normal([128, 128], seed=[0, 0]) * 0.05)
         per_worker = tf.Variable(tf.zeros([workers], tf.int64))
@@ -159,10 +164,10 @@ class StepAudit:
 # -- the lesson's model and data (shared by the notebook and its evaluator process) -------
 def toy_dataset(batch: int, *, seed: int = 0, repeat: bool = True):
     """Batches of a noisy linear regression with 8 features (the same function every call)."""
-    import tensorflow as tf
-
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"batch must be a whole number >= 1, got {batch!r}")
+    import tensorflow as tf
+
     true_w = tf.linspace(-1.0, 1.0, 8)[:, None]
     x = tf.random.stateless_normal([1024, 8], seed=[seed, 1])
     y = x @ true_w + 0.1 * tf.random.stateless_normal([1024, 1], seed=[seed, 2])
