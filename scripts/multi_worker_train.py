@@ -123,16 +123,13 @@ def run_fit(tf, keras, strategy, args, progress: Progress):
     return model
 
 
-def run_custom(tf, keras, strategy, args, progress: Progress):
-    with strategy.scope():
-        model, optimizer = build_model(keras, args)
-        optimizer.build(model.trainable_variables)
-    data = iter(strategy.distribute_datasets_from_function(make_dataset_fn(args)))
+def make_train_step(tf, strategy, model, optimizer, global_batch: int):
+    """A tf.function running one synchronous step on every replica; returns the loss."""
 
     def replica_step(x, y):
         with tf.GradientTape() as tape:
             per_example = tf.square(model(x, training=True) - y)[:, 0]
-            loss = tf.nn.compute_average_loss(per_example, global_batch_size=args.global_batch)
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         return loss
@@ -142,6 +139,15 @@ def run_custom(tf, keras, strategy, args, progress: Progress):
         losses = strategy.run(replica_step, args=next(iterator))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
 
+    return train_step
+
+
+def run_custom(tf, keras, strategy, args, progress: Progress):
+    with strategy.scope():
+        model, optimizer = build_model(keras, args)
+        optimizer.build(model.trainable_variables)
+    data = iter(strategy.distribute_datasets_from_function(make_dataset_fn(args)))
+    train_step = make_train_step(tf, strategy, model, optimizer, args.global_batch)
     for _ in range(args.epochs * args.steps_per_epoch):
         loss = train_step(data)
         progress.step(int(optimizer.iterations.numpy()), float(loss))
@@ -166,12 +172,9 @@ def main(argv=None) -> int:
     else:
         import keras
     print(f"{me}: TensorFlow {tf.__version__}, Keras {keras.__version__}", flush=True)
+    print(f"{me}: creating the strategy, waiting for every worker at its barrier", flush=True)
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    print(
-        f"{me}: {strategy.num_replicas_in_sync} replicas in sync; first collective next "
-        "(it waits for every worker)",
-        flush=True,
-    )
+    print(f"{me}: all workers up, {strategy.num_replicas_in_sync} replicas in sync", flush=True)
     for loop in args.loops:
         progress = Progress(out, loop, me, args.step_delay)
         start = time.perf_counter()
