@@ -1,0 +1,187 @@
+"""TF1 parameter-server training, between-graph replicated (taught in lesson 01).
+
+Every worker is a *client* with its own ``tf.Graph``: ``replica_device_setter`` puts the
+variables on the ps tasks (round-robin) and the compute on that worker's own device, and a
+``MonitoredSession`` drives it (worker 0 is the chief: it initialises, checkpoints and, in
+sync mode, aggregates). Each step also reads the global step before computing and after
+applying, which measures *staleness*: how many updates other workers applied in between.
+
+The clients run as threads of the calling process; the servers they talk to (one per
+task) are real processes started by :class:`tflearn_helpers.cluster.LocalCluster`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+FEATURES, HIDDEN, CLASSES = 20, 32, 4
+MODES = ("async", "sync")
+
+
+def make_data(seed: int, batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """A learnable batch: labels are the argmax of a fixed random linear 'teacher'."""
+    teacher = np.random.default_rng(0).normal(size=(FEATURES, CLASSES))
+    x = np.random.default_rng(seed).normal(size=(batch, FEATURES)).astype(np.float32)
+    return x, np.argmax(x @ teacher, axis=1).astype(np.int64)
+
+
+def build_model(
+    task_index: int, num_ps: int, *, sync_replicas: int = 0, lr: float = 0.2, ps_strategy=None
+):
+    """Build one worker's graph (call inside ``graph.as_default()`` and a container).
+
+    sync_replicas: 0 for asynchronous updates, else wrap the optimizer in a
+    ``SyncReplicasOptimizer`` that aggregates that many workers' gradients per update.
+    Returns a dict of the tensors and ops a step needs.
+    """
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    if num_ps < 1 or task_index < 0 or sync_replicas < 0:
+        raise ValueError(
+            f"need num_ps >= 1, task_index >= 0, sync_replicas >= 0; got "
+            f"{num_ps}, {task_index}, {sync_replicas}"
+        )
+    setter = v1.train.replica_device_setter(
+        ps_tasks=num_ps, worker_device=f"/job:worker/task:{task_index}", ps_strategy=ps_strategy
+    )
+    with v1.device(setter):
+        step = v1.train.get_or_create_global_step()
+        x = v1.placeholder(tf.float32, [None, FEATURES], name="x")
+        y = v1.placeholder(tf.int64, [None], name="y")
+        init = v1.glorot_uniform_initializer(seed=1)
+        w1 = v1.get_variable("hidden/kernel", [FEATURES, HIDDEN], initializer=init)
+        b1 = v1.get_variable("hidden/bias", [HIDDEN], initializer=v1.zeros_initializer())
+        w2 = v1.get_variable("logits/kernel", [HIDDEN, CLASSES], initializer=init)
+        b2 = v1.get_variable("logits/bias", [CLASSES], initializer=v1.zeros_initializer())
+        step_read = tf.identity(step.read_value(), name="step_before")
+        with tf.control_dependencies([step_read]):  # parameters are read after the step
+            hidden = tf.nn.relu(tf.matmul(x, w1) + b1)
+            logits = tf.matmul(hidden, w2) + b2
+        loss = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+        )
+        opt = v1.train.GradientDescentOptimizer(lr)
+        if sync_replicas:
+            opt = v1.train.SyncReplicasOptimizer(
+                opt, replicas_to_aggregate=sync_replicas, total_num_replicas=sync_replicas
+            )
+        train_op = opt.minimize(loss, global_step=step)
+        with tf.control_dependencies([train_op]):
+            step_after = tf.identity(step.read_value(), name="step_after")
+    model = {
+        "x": x,
+        "y": y,
+        "loss": loss,
+        "train_op": train_op,
+        "step": step,
+        "step_before": step_read,
+        "step_after": step_after,
+        "hooks": [],
+        "release": None,
+    }
+    if sync_replicas:
+        model["hooks"] = [opt.make_session_run_hook(task_index == 0)]
+        model["release"] = _token_release_op(step, sync_replicas)
+    return model
+
+
+def _token_release_op(step, tokens: int):
+    """An op that puts ``tokens`` tokens into SyncReplicasOptimizer's token queue.
+
+    A sync worker's step ends by taking a token, and the chief hands out one per worker
+    after each aggregated update. Gradients dropped as stale leave the count short, so at
+    the end of training a worker can wait forever for a token that never comes (the
+    well-known 'non-chief hangs at the end' of TF1 sync training). Workers run this when
+    they stop, to release the others. It opens the optimizer's queue by its shared name
+    and device, which is how TF1 shares a resource between graphs.
+    """
+    import tensorflow as tf
+
+    with tf.compat.v1.device(step.device):
+        queue = tf.queue.FIFOQueue(
+            -1, step.dtype.base_dtype, shapes=(), shared_name="sync_token_q", name="release_q"
+        )
+        return queue.enqueue_many(tf.fill([tokens], step.read_value()))
+
+
+def session_config(task_index: int, timeout_s: float):
+    """Talk only to the ps tasks and this worker (a dead peer cannot stall us); no op may
+    wait longer than ``timeout_s``."""
+    import tensorflow as tf
+
+    return tf.compat.v1.ConfigProto(
+        device_filters=["/job:ps", f"/job:worker/task:{task_index}"],
+        operation_timeout_in_ms=int(timeout_s * 1000),
+    )
+
+
+def quick_worker_session_creator(
+    target: str, config, poll_s: float = 0.2, max_wait_s: float = 60.0
+):
+    """A non-chief session creator that checks for the chief's initialisation every
+    ``poll_s`` seconds (``WorkerSessionCreator`` and ``MonitoredTrainingSession`` use
+    ``SessionManager``'s default of 30 s and do not let you change it)."""
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+
+    class QuickWorkerSessionCreator(v1.train.SessionCreator):
+        def create_session(self):
+            scaffold = v1.train.Scaffold()
+            scaffold.finalize()
+            manager = v1.train.SessionManager(
+                local_init_op=scaffold.local_init_op,
+                ready_op=scaffold.ready_op,
+                ready_for_local_init_op=scaffold.ready_for_local_init_op,
+                recovery_wait_secs=poll_s,
+            )
+            return manager.wait_for_session(target, config=config, max_wait_secs=max_wait_s)
+
+    return QuickWorkerSessionCreator()
+
+
+def placement(num_ps: int, *, partitions: int = 0, ps_strategy=None) -> list[tuple]:
+    """(variable, shape, device, bytes) for one worker's graph, as replica_device_setter
+    placed it. ``partitions`` > 0 adds an embedding table split into that many shards."""
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    if partitions < 0:
+        raise ValueError(f"partitions must be >= 0, got {partitions}")
+    graph = tf.Graph()
+    with graph.as_default():
+        build_model(0, num_ps, ps_strategy=ps_strategy)
+        if partitions:
+            setter = v1.train.replica_device_setter(ps_tasks=num_ps, ps_strategy=ps_strategy)
+            with v1.device(setter):
+                v1.get_variable(
+                    "embedding", [1000, 16], partitioner=v1.fixed_size_partitioner(partitions)
+                )
+        return [
+            (
+                v.op.name,
+                tuple(v.shape.as_list()),
+                _short(v.device),
+                v.shape.num_elements() * v.dtype.size,
+            )
+            for v in v1.global_variables()
+        ]
+
+
+def bytes_per_task(rows: list[tuple]) -> dict[str, int]:
+    """Total variable bytes on each device of a :func:`placement` table."""
+    totals: dict[str, int] = {}
+    for _, _, device, size in rows:
+        totals[device] = totals.get(device, 0) + size
+    return dict(sorted(totals.items()))
+
+
+def _short(device: str) -> str:
+    """'/job:ps/task:1/device:CPU:0' or '/job:ps/task:1' -> 'ps:1'."""
+    parts = dict(p.split(":", 1) for p in device.strip("/").split("/") if ":" in p)
+    return f"{parts.get('job', '?')}:{parts.get('task', '0')}"
