@@ -140,3 +140,70 @@ def test_toy_dataset_rejects_bad_batches(batch):
 def test_measure_workers_rejects_bad_sizes(kwargs):
     with pytest.raises(ValueError, match="need steps"):
         pss.measure_workers(SPEC, 1, **kwargs)
+
+
+# -- lesson 02's exercise checks (tflearn_helpers/exercise_checks/lesson02.py) --------------
+class _Piece:
+    def __init__(self, rows, task):
+        self.shape = (rows, 4)
+        self.device = f"/job:{task}/device:CPU:0"
+
+
+class _Sharded:
+    def __init__(self, pieces, shape=(12, 4)):
+        self.shape, self.variables = shape, pieces
+
+
+def _verdict(exercise_id, *args):
+    from tflearn_helpers.checks import _evaluate
+
+    return _evaluate(exercise_id, *args)
+
+
+def test_check_02_1_accepts_one_piece_per_ps_and_hints_otherwise():
+    good = _Sharded([_Piece(4, f"ps/replica:0/task:{i}") for i in range(3)])
+    assert _verdict("02.1", good).ok
+    two = _Sharded([_Piece(6, "ps/replica:0/task:0"), _Piece(6, "ps/replica:0/task:1")])
+    same = _Sharded([_Piece(4, "ps/replica:0/task:0")] * 3)
+    worker = _Sharded([_Piece(4, f"worker/replica:0/task:{i}") for i in range(3)])
+    for bad, words in [
+        (two, "pieces"),
+        (same, "share"),
+        (worker, "not on a parameter server"),
+        (_Sharded([], (12, 4)), "one piece"),
+        (_Sharded([], (3, 3)), "12 x 4"),
+        ("embedding", "variable itself"),
+    ]:
+        verdict = _verdict("02.1", bad)
+        assert verdict.status == "wrong" and words in verdict.message
+
+
+class _FakeCoordinator:
+    def __init__(self, workers):
+        self._cluster = type("C", (), {"workers": list(range(workers))})()
+
+    def schedule(self, fn, args=()):
+        return fn(*args)
+
+
+def test_check_02_2_wants_this_calls_steps_split_per_worker():
+    coordinator = _FakeCoordinator(2)
+    assert _verdict("02.2", lambda c, steps: [steps - 5, 5], coordinator).ok
+    for fn, words in [
+        (lambda c, s: [s, 5], "add up"),
+        (lambda c, s: [s], "1 counts"),
+        (lambda c, s: [s + 1, -1], "negative"),
+        (lambda c, s: "many", "whole number"),
+    ]:
+        verdict = _verdict("02.2", fn, coordinator)
+        assert verdict.status == "wrong" and words in verdict.message
+    assert "function" in _verdict("02.2", [1, 2], coordinator).message
+    assert "ClusterCoordinator" in _verdict("02.2", lambda c, s: [s], object()).message
+
+
+def test_check_02_3_hints_never_contain_the_answer():
+    assert _verdict("02.3", 3).ok
+    assert _verdict("02.3", ...).status == "not attempted"
+    for wrong in (0, 2, 5, 7, "3", 3.0):
+        verdict = _verdict("02.3", wrong)
+        assert verdict.status == "wrong" and "3" not in verdict.message
