@@ -12,10 +12,6 @@ task) are real processes started by :class:`tflearn_helpers.cluster.LocalCluster
 
 from __future__ import annotations
 
-import threading
-import time
-from dataclasses import dataclass, field
-
 import numpy as np
 
 FEATURES, HIDDEN, CLASSES = 20, 32, 4

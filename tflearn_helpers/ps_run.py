@@ -34,7 +34,7 @@ class WorkerLog:
     @property
     def staleness(self) -> list[int]:
         """Updates by *other* workers between this worker's read and its own update."""
-        return [a - b - 1 for b, a in zip(self.before, self.after)]
+        return [a - b - 1 for b, a in zip(self.before, self.after, strict=False)]
 
 
 class Training:
@@ -92,7 +92,7 @@ class Training:
     def wait_for_update(self, update: int, timeout_s: float = 60.0) -> None:
         """Block until some worker saw the global step reach ``update``."""
         deadline = time.monotonic() + timeout_s
-        while max((max(log.after, default=0) for log in self.logs)) < update:
+        while max(max(log.after, default=0) for log in self.logs) < update:
             if time.monotonic() > deadline or not any(t.is_alive() for t in self._threads):
                 raise TimeoutError(f"the global step did not reach {update} in {timeout_s} s")
             time.sleep(0.02)
@@ -220,11 +220,10 @@ def summarize(logs: list[WorkerLog], warmup: int = 2) -> dict:
     last = max((a for log in logs for a in log.after), default=0)
     warm = [log.times[warmup - 1] for log in logs if len(log.times) > warmup and warmup]
     start = max(warm, default=min(times, default=0.0))
-    window = [(t, a) for log in logs for t, a in zip(log.times, log.after) if t > start]
+    steps = [(t, a) for log in logs for t, a in zip(log.times, log.after, strict=True)]
+    window = [(t, a) for t, a in steps if t > start]
     span = max((t for t, _ in window), default=start) - start
-    updates_before = max(
-        (a for log in logs for t, a in zip(log.times, log.after) if t <= start), default=first
-    )
+    updates_before = max((a for t, a in steps if t <= start), default=first)
     return {
         "worker_steps": len(times),
         "updates": last - first,
@@ -313,4 +312,5 @@ def _quiet_cancelled_queue_runners() -> None:
 def rollbacks(log: WorkerLog) -> list[tuple[int, int]]:
     """(global step seen, global step read next) wherever the global step went *back*
     between two of this worker's steps: the chief restored an older checkpoint."""
-    return [(seen, read) for seen, read in zip(log.after, log.before[1:]) if read < seen]
+    pairs = zip(log.after, log.before[1:], strict=False)
+    return [(seen, read) for seen, read in pairs if read < seen]
