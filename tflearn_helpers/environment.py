@@ -29,7 +29,7 @@ class CourseEnv:
     scale: str
     plan: DevicePlan
     devices: list[str]
-    onednn: bool
+    onednn: bool | None
     legacy_keras: bool
     colab: bool
 
@@ -59,7 +59,7 @@ class CourseEnv:
             ("Keras", self.keras_version + (" (tf_keras, legacy)" if self.legacy_keras else "")),
             ("scale profile", self.scale),
             ("devices", f"{len(self.devices)} x {self.plan.kind}" + _sim_note(self.plan)),
-            ("oneDNN CPU kernels", "on" if self.onednn else "off"),
+            ("oneDNN CPU kernels", {True: "on", False: "off"}.get(self.onednn, "TF default")),
             ("running on Colab", "yes" if self.colab else "no"),
         ]
         rows += [(d, _device_kind(d)) for d in self.devices]
@@ -101,7 +101,7 @@ def setup_course(
         scale=profile,
         plan=plan,
         devices=names,
-        onednn=os.environ.get(ONEDNN_ENV) == "1",
+        onednn=_onednn_on(),
         legacy_keras=legacy_keras,
         colab="google.colab" in sys.modules,
     )
@@ -124,8 +124,8 @@ def _set_import_time_env(legacy_keras: bool, onednn: bool | None) -> None:
     wanted = {LEGACY_KERAS_ENV: "1" if legacy_keras else "0"}
     if onednn is not None:
         wanted[ONEDNN_ENV] = "1" if onednn else "0"
-    elif ONEDNN_ENV not in os.environ:
-        wanted[ONEDNN_ENV] = "1" if course_onednn_default() else "0"
+    elif ONEDNN_ENV not in os.environ and course_onednn_default():
+        wanted[ONEDNN_ENV] = "1"  # elsewhere TensorFlow's own default stands
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if "tensorflow" in sys.modules:
         changed = [k for k, v in wanted.items() if os.environ.get(k, "0") != v]
@@ -135,6 +135,13 @@ def _set_import_time_env(legacy_keras: bool, onednn: bool | None) -> None:
                 "longer take effect. Restart the kernel and run the setup cell first."
             )
     os.environ.update(wanted)
+
+
+def _onednn_on() -> bool | None:
+    """True/False when set for this process, None when TensorFlow's own default decides
+    (on only for CPUs with AVX512-VNNI, AVX512-BF16 or AMX, per TensorFlow 2.9+ notes)."""
+    flag = os.environ.get(ONEDNN_ENV)
+    return None if flag is None else flag.strip().lower() in ("1", "true")
 
 
 def _has_nvidia_gpu() -> bool:
