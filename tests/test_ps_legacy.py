@@ -1,0 +1,74 @@
+"""ps_legacy: the TF1 between-graph model, its placement and session helpers (lesson 01)."""
+
+import numpy as np
+import pytest
+
+from tflearn_helpers import ps_legacy
+
+
+def test_make_data_is_deterministic_and_learnable():
+    x1, y1 = ps_legacy.make_data(seed=3, batch=64)
+    x2, y2 = ps_legacy.make_data(seed=3, batch=64)
+    assert x1.shape == (64, ps_legacy.FEATURES) and x1.dtype == np.float32
+    np.testing.assert_array_equal(y1, y2)
+    assert set(np.unique(y1)) <= set(range(ps_legacy.CLASSES))
+    assert len(np.unique(y1)) > 1  # a teacher with several classes, not constant labels
+    _, y_other = ps_legacy.make_data(seed=4, batch=64)
+    assert not np.array_equal(y1, y_other)
+
+
+def test_round_robin_placement_and_partitions():
+    rows = ps_legacy.placement(num_ps=2, partitions=2)
+    devices = {name: device for name, _, device, _ in rows}
+    assert [devices[n] for n in ("global_step", "hidden/kernel", "hidden/bias")] == [
+        "ps:0",
+        "ps:1",
+        "ps:0",
+    ]
+    assert {devices["embedding/part_0"], devices["embedding/part_1"]} == {"ps:0", "ps:1"}
+    sizes = {name: size for name, _, _, size in rows}
+    assert sizes["hidden/kernel"] == ps_legacy.FEATURES * ps_legacy.HIDDEN * 4
+
+
+def test_bytes_per_task_sums_each_device():
+    rows = [("a", (2,), "ps:0", 8), ("b", (1,), "ps:1", 4), ("c", (1,), "ps:0", 4)]
+    assert ps_legacy.bytes_per_task(rows) == {"ps:0": 12, "ps:1": 4}
+
+
+@pytest.mark.parametrize(
+    ("device", "short"),
+    [("/job:ps/task:1/device:CPU:0", "ps:1"), ("/job:worker/replica:0/task:0", "worker:0")],
+)
+def test_short_device_names(device, short):
+    assert ps_legacy._short(device) == short
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"num_ps": 0}, {"num_ps": 2, "task_index": -1}, {"num_ps": 1, "sync_replicas": -2}]
+)
+def test_build_model_rejects_bad_input(kwargs):
+    import tensorflow as tf
+
+    kwargs = {"task_index": 0, **kwargs}
+    with tf.Graph().as_default(), pytest.raises(ValueError, match="need num_ps"):
+        ps_legacy.build_model(kwargs.pop("task_index"), **kwargs)
+
+
+def test_placement_rejects_negative_partitions():
+    with pytest.raises(ValueError, match="partitions"):
+        ps_legacy.placement(2, partitions=-1)
+
+
+def test_sync_model_has_a_hook_and_a_token_release():
+    import tensorflow as tf
+
+    with tf.Graph().as_default():
+        model = ps_legacy.build_model(1, 2, sync_replicas=2)
+    assert len(model["hooks"]) == 1 and model["release"] is not None
+    assert model["release"].device == model["step"].device  # beside the optimizer's queue
+
+
+def test_session_config_filters_devices_and_sets_a_timeout():
+    config = ps_legacy.session_config(task_index=1, timeout_s=2.5)
+    assert list(config.device_filters) == ["/job:ps", "/job:worker/task:1"]
+    assert config.operation_timeout_in_ms == 2500

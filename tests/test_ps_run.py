@@ -1,0 +1,72 @@
+"""ps_run: running TF1 parameter-server training and measuring it (lesson 01).
+
+The training itself needs a cluster and runs in the lesson; these tests cover the
+bookkeeping and the input checks.
+"""
+
+import pytest
+
+from tflearn_helpers import ps_run
+
+SPEC = {"ps": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]}
+
+
+def _log(index, before, after, start=0.0, dt=0.1):
+    times = [start + dt * (i + 1) for i in range(len(before))]
+    return ps_run.WorkerLog(
+        index, before=before, after=after, losses=[1.0] * len(before), times=times
+    )
+
+
+def test_staleness_counts_other_workers_updates():
+    log = _log(0, before=[0, 2, 5], after=[1, 4, 6])
+    assert log.staleness == [0, 1, 0]
+
+
+def test_rollbacks_find_a_restored_checkpoint():
+    log = _log(0, before=[28, 29, 20, 21], after=[29, 30, 21, 22])
+    assert ps_run.rollbacks(log) == [(30, 20)]
+    assert ps_run.rollbacks(_log(0, [0, 1], [1, 2])) == []
+
+
+def test_summarize_async_and_sync_logs():
+    async_logs = [_log(0, [0, 2, 4, 6], [1, 3, 5, 7]), _log(1, [0, 1, 3, 5], [2, 4, 6, 8])]
+    s = ps_run.summarize(async_logs, warmup=1)
+    assert s["worker_steps"] == 8 and s["updates"] == 8 and s["steps_per_update"] == 1
+    assert s["mean_staleness"] == pytest.approx(
+        sum(x for log in async_logs for x in log.staleness) / 8
+    )
+    assert s["updates_per_s"] > 0 and not s["errors"]
+    sync_logs = [_log(0, [0, 1, 2], [1, 2, 3]), _log(1, [0, 1, 2], [1, 2, 3])]
+    s = ps_run.summarize(sync_logs, warmup=1)
+    assert s["steps_per_update"] == 2 and s["max_staleness"] == 0
+
+
+def test_summarize_reports_errors_and_empty_logs():
+    failed = ps_run.WorkerLog(1, error="DeadlineExceededError: Operation timed out.")
+    s = ps_run.summarize([failed])
+    assert s["worker_steps"] == 0 and s["errors"] == ["worker 1: " + failed.error]
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "match"),
+    [
+        ((SPEC, 2, 10), {"mode": "both", "container": "c"}, "mode"),
+        ((SPEC, 3, 10), {"mode": "async", "container": "c"}, "3 workers"),
+        ((SPEC, 0, 10), {"mode": "async", "container": "c"}, "0 workers"),
+        (({"worker": ["localhost:2"]}, 1, 10), {"mode": "async", "container": "c"}, "0 ps"),
+        ((SPEC, 1, 0), {"mode": "sync", "container": "c"}, "updates"),
+    ],
+)
+def test_training_rejects_bad_input(args, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ps_run.Training(*args, **kwargs)
+
+
+def test_join_times_out_instead_of_hanging():
+    run = ps_run.Training(SPEC, 1, 5, mode="async", container="c")
+    run._threads = [__import__("threading").Thread(target=__import__("time").sleep, args=(2,))]
+    run.start()
+    with pytest.raises(TimeoutError, match="did not finish"):
+        run.join(timeout_s=0.1)
+    assert run.stop.is_set()
