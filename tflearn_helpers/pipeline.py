@@ -29,11 +29,12 @@ class Pipeline:
     builds one optimizer per stage, created inside the stage's device scope so its slot
     variables sit with the stage's variables."""
 
-    def __init__(self, stages, loss, make_optimizer=None):
+    def __init__(self, stages, loss, make_optimizer=None, traced: bool = True):
         if not stages:
             raise ValueError("a pipeline needs at least one stage")
         self.stages = list(stages)
         self.loss = loss
+        self.traced = traced  # False: run each stage eagerly (slow, but nothing to trace)
         self.optimizers = []
         if make_optimizer is not None:
             import tensorflow as tf
@@ -52,24 +53,25 @@ class Pipeline:
         return f"stage {s} ({short_device(self.stages[s].device)})"
 
     def _fn(self, s: int, training: bool, x, y):
-        """The traced forward pass of stage ``s`` (the last stage returns the loss)."""
+        """The forward pass of stage ``s`` (the last stage returns the loss), traced once
+        for any batch size unless the pipeline runs eagerly."""
         import tensorflow as tf
 
         key = (s, training)
         if key not in self._fns:
             stage, last = self.stages[s], s == len(self.stages) - 1
-            x_spec = tf.TensorSpec([None, *x.shape[1:]], x.dtype)
+
+            def forward(x, y=None):
+                out = stage(x, training=training)
+                if last:
+                    with tf.device(stage.device):
+                        out = self.loss(y, out)
+                return out
+
+            specs = [tf.TensorSpec([None, *x.shape[1:]], x.dtype)]
             if last:
-                y_spec = tf.TensorSpec([None, *y.shape[1:]], y.dtype)
-
-                def forward(x, y):
-                    return self.loss(y, stage(x, training=training))
-
-                self._fns[key] = tf.function(forward, input_signature=[x_spec, y_spec])
-            else:
-                self._fns[key] = tf.function(
-                    lambda x: stage(x, training=training), input_signature=[x_spec]
-                )
+                specs.append(tf.TensorSpec([None, *y.shape[1:]], y.dtype))
+            self._fns[key] = tf.function(forward, input_signature=specs) if self.traced else forward
         return self._fns[key]
 
     def gradients(self, x, y, micro_batches: int = 1, training: bool = True, timeline=None):
