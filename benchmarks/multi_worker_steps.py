@@ -1,0 +1,67 @@
+"""Multi-worker step time with 1, 2 and 3 worker processes, side by side in one run (lesson 06).
+
+Each size runs ``scripts/multi_worker_train.py --loop custom`` in N processes on this
+machine (MultiWorkerMirroredStrategy, one TF_CONFIG each), one size after the other, with
+the same per-worker batch (so the global batch grows with N, as when adding machines).
+It prints the median step time of each size and its ratio to one worker.
+
+On one machine all processes share its cores: the ratio shows the price of the collective
+all-reduce and of the shared CPU, not a cluster's speed-up.
+
+  python benchmarks/multi_worker_steps.py [--workers 1,2,3] [--steps 30] [--hidden 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tflearn_helpers import cluster, report  # noqa: E402
+from tflearn_helpers import multi_worker as mw  # noqa: E402
+
+
+def step_seconds(workers: int, args) -> float:
+    """Median step time of worker 0 in a job of ``workers`` processes."""
+    out = Path(tempfile.mkdtemp(prefix=f"mw-bench-{workers}-"))
+    flags = ["--loop", "custom", "--out", out, "--epochs", 1, "--steps-per-epoch", args.steps]
+    flags += ["--global-batch", args.per_worker_batch * workers, "--hidden", args.hidden]
+    with cluster.LocalCluster(cluster.local_cluster_spec(workers=workers)) as job:
+        job.start(mw.script_path(), flags)
+        codes = job.wait(timeout=args.timeout)
+        if set(codes.values()) != {0}:
+            raise RuntimeError(
+                f"{workers} workers failed: {codes}\n{job.logs('worker', 0)[-2000:]}"
+            )
+    return mw.median_step_s(out, "custom", "worker-0", skip=3)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--workers", default="1,2,3", help="comma list of process counts")
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--per-worker-batch", type=int, default=32)
+    p.add_argument("--hidden", type=int, default=64, help="hidden layer width (model size)")
+    p.add_argument("--timeout", type=float, default=300, help="seconds per job before failing")
+    args = p.parse_args(argv)
+    try:
+        sizes = [int(n) for n in args.workers.split(",")]
+    except ValueError:
+        p.error(f"--workers takes a comma list of whole numbers, got {args.workers!r}")
+    if not sizes or min(sizes) < 1 or args.steps < 5:
+        p.error("need worker counts >= 1 and --steps >= 5")
+    times = {n: step_seconds(n, args) for n in sizes}
+    base = times[sizes[0]]
+    rows = [
+        (n, n * args.per_worker_batch, f"{t * 1e3:.2f}", f"{t / base:.2f}")
+        for n, t in times.items()
+    ]
+    report.print_table(rows, ("workers", "global batch", "median step ms", f"ratio vs {sizes[0]}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
