@@ -24,6 +24,7 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=0, help="stop after this many (0: no limit)")
     parser.add_argument("--batch", type=int, default=8, help="steps scheduled between joins")
     parser.add_argument("--work", type=int, default=64, help="matmuls per step (step length)")
+    parser.add_argument("--pause", type=float, default=0.0, help="seconds to idle between batches")
     parser.add_argument("--max-seconds", type=float, default=300.0)
     args = parser.parse_args()
     cluster = tfconfig.validate(os.environ.get("TF_CONFIG", ""))["cluster"]
@@ -96,6 +97,7 @@ def main() -> int:
         )
         if args.steps and done - start >= args.steps:
             break
+        time.sleep(args.pause)
         if time.monotonic() - t0 > args.max_seconds:
             ps_strategy.emit("error", message=f"stopped after {args.max_seconds} s")
             return 4
