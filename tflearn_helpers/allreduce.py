@@ -63,6 +63,13 @@ def available(course) -> dict[str, str | None]:
     return reasons
 
 
+def course_algorithm(course) -> str:
+    """The algorithm ``course.mirrored_strategy()`` uses: hierarchical copy on logical GPUs
+    of one GPU (no NCCL there), else MirroredStrategy's default collective."""
+    plan = course.plan
+    return "hierarchical_copy" if plan.kind == "GPU" and plan.simulated else "collective"
+
+
 def cross_device_ops(algorithm: str):
     """The ``cross_device_ops`` object for ``MirroredStrategy`` (None = its default)."""
     import tensorflow as tf

@@ -12,15 +12,19 @@ import numpy as np
 LOSS_SCALINGS = ("global", "per_replica")
 
 
-def teacher_data(n: int, features: int = 20, classes: int = 10, seed: int = 0):
-    """``n`` examples (float32 x, int32 y) labelled by a fixed random network: learnable."""
+def teacher_data(n: int, features: int = 20, classes: int = 10, seed: int = 0, teacher: int = 0):
+    """``n`` examples (float32 x, int32 y) labelled by a fixed random network: learnable.
+
+    ``seed`` draws the examples, ``teacher`` the labelling network: the same ``teacher``
+    with another ``seed`` gives fresh examples of the same task (a held-out set).
+    """
     for name, value, low in (("n", n, 1), ("features", features, 1), ("classes", classes, 2)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((n, features)).astype(np.float32)
-    hidden = np.tanh(x @ rng.standard_normal((features, 32)))
-    y = np.argmax(hidden @ rng.standard_normal((32, classes)), axis=1).astype(np.int32)
+    net = np.random.default_rng([teacher, features, classes])
+    w1, w2 = net.standard_normal((features, 32)), net.standard_normal((32, classes))
+    x = np.random.default_rng(seed).standard_normal((n, features)).astype(np.float32)
+    y = np.argmax(np.tanh(x @ w1) @ w2, axis=1).astype(np.int32)
     return x, y
 
 
@@ -30,6 +34,11 @@ def replica_copies(variable) -> list:
     if inner is None or callable(inner):  # tf.Variable.value is a method; Keras' a property
         inner = variable
     return list(getattr(inner, "values", [inner]))
+
+
+def replica_count(variable) -> int:
+    """How many copies of ``variable`` exist (1 when it is not mirrored)."""
+    return len(replica_copies(variable))
 
 
 def local_values(value) -> list[np.ndarray]:
@@ -79,6 +88,8 @@ def make_train_step(strategy, model, optimizer, global_batch_size: int, loss_sca
             f"global_batch_size={global_batch_size} gives some of the "
             f"{strategy.num_replicas_in_sync} replicas no examples"
         )
+    with strategy.scope():  # slots (e.g. Adam's) made now, not inside the replicated step
+        optimizer.build(model.trainable_variables)
     per_example = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
 
     def replica_step(x, y):

@@ -1,0 +1,140 @@
+"""Checks for lesson 03's exercises (data parallelism with MirroredStrategy).
+
+Each check runs the learner's code on its own small problem and compares it with what
+one device would do; hints say what went wrong, never the code that is right.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import data_parallel as dp
+from ..checks import exercise
+from ..measure import ring_allreduce_bytes
+
+
+def _strategy_problem(strategy):
+    import tensorflow as tf
+
+    if not isinstance(strategy, tf.distribute.Strategy):
+        return "pass your MirroredStrategy as the second argument of check()"
+    if strategy.num_replicas_in_sync < 2:
+        return "use a strategy with at least two replicas (the setup cell made several devices)"
+    return None
+
+
+@exercise("03.1")
+def distributed_dataset(make_dataset, strategy):
+    """make_dataset(strategy, x, y, global_batch) -> a distributed dataset of (x, y)."""
+    import tensorflow as tf
+
+    problem = _strategy_problem(strategy)
+    if problem:
+        return problem
+    n = strategy.num_replicas_in_sync
+    global_batch = 4 * n
+    x = np.arange(3 * global_batch * 2, dtype=np.float32).reshape(-1, 2)
+    y = np.arange(3 * global_batch, dtype=np.int32)
+    result = make_dataset(strategy, x, y, global_batch)
+    if result is None:
+        return "your function returns None: write its body"
+    if isinstance(result, tf.data.Dataset):
+        return "that is a plain tf.data.Dataset: the strategy has to split it between replicas"
+    if not isinstance(result, tf.distribute.DistributedDataset):
+        return f"expected a distributed dataset, got {type(result).__name__}"
+    elements = list(result)
+    if len(elements) != 3:
+        return f"one pass should take 3 steps of {global_batch} examples, not {len(elements)}"
+    seen = []
+    for element in elements:
+        shapes = dp.per_replica_shapes(strategy, element)
+        sizes = {s[0][0] for _, s in shapes}
+        if sizes != {global_batch // n}:
+            return (
+                f"each replica got {sorted(sizes)} examples per step; with {n} replicas and a "
+                f"global batch of {global_batch}, is the dataset batched with the right size?"
+            )
+        seen.extend(
+            int(v) for part in strategy.experimental_local_results(element[1]) for v in part
+        )
+    if sorted(seen) != list(range(len(y))):
+        return "one pass over your dataset does not see every example exactly once"
+    return None
+
+
+@exercise("03.2")
+def train_step(make_step, strategy):
+    """make_step(strategy, model, optimizer, global_batch) -> step(distributed batch) -> loss."""
+    import tensorflow as tf
+
+    problem = _strategy_problem(strategy)
+    if problem:
+        return problem
+    n = strategy.num_replicas_in_sync
+    global_batch = 8 * n
+    x, y = dp.teacher_data(global_batch, features=6, classes=4, seed=3)
+    reference = tf.keras.Sequential([tf.keras.Input((6,)), tf.keras.layers.Dense(4)])
+    one = tf.distribute.get_strategy()
+    expected = dp.twin_model(reference, one)
+    dp.make_train_step(one, expected, tf.keras.optimizers.SGD(0.5), global_batch)((x, y))
+    model = dp.twin_model(reference, strategy)
+    with strategy.scope():
+        optimizer = tf.keras.optimizers.SGD(0.5)
+    step = make_step(strategy, model, optimizer, global_batch)
+    if not callable(step):
+        return "make_step must return the step function (it returned no function)"
+    batch = tf.data.Dataset.from_tensor_slices((x, y)).batch(global_batch)
+    loss = step(next(iter(strategy.experimental_distribute_dataset(batch))))
+    if dp.replica_divergence(model.variables) != 0.0:
+        return "after your step the replicas hold different weights: apply one summed gradient"
+    w0 = reference.get_weights()
+    ratio = dp.update_norm(w0, model.get_weights()) / dp.update_norm(w0, expected.get_weights())
+    if abs(ratio - n) < 0.01 * n:
+        return f"your update is {n} times the single-device one: how is each replica's loss scaled?"
+    if abs(ratio - 1 / n) < 0.01 / n:
+        return f"your update is 1/{n} of the single-device one: how is each replica's loss scaled?"
+    if dp.max_abs_difference(model.get_weights(), expected.get_weights()) > 1e-5:
+        return (
+            f"your step differs from one device's step on the same batch (update ratio {ratio:.3g})"
+        )
+    loss = np.asarray(loss)
+    if loss.shape != () or not np.isfinite(loss):
+        return "the step should return one number: the loss combined over the replicas"
+    return None
+
+
+@exercise("03.3")
+def trained_with_fit(model, strategy):
+    """The seed's Keras model trained with fit() on every replica of ``strategy``."""
+    problem = _strategy_problem(strategy)
+    if problem:
+        return problem
+    n = strategy.num_replicas_in_sync
+    variables = list(getattr(model, "trainable_variables", []))
+    if not variables:
+        return "pass the trained Keras model"
+    if any(dp.replica_count(v) != n for v in variables):
+        return f"the model's variables are not mirrored on the {n} replicas: where was it built?"
+    if dp.replica_divergence(variables) != 0.0:
+        return "the replicas' copies of the weights differ"
+    features = variables[0].shape[0]
+    x, y = dp.teacher_data(2048, features=features, seed=123)
+    accuracy = float(np.mean(np.argmax(np.asarray(model(x)), axis=1) == y))
+    if accuracy <= 2 / 10:
+        return f"held-out accuracy {accuracy:.2f} is near chance: train on teacher_data for longer"
+    return None
+
+
+@exercise("03.4")
+def ring_megabytes(answer):
+    """MB each of 8 GPUs sends per step to all-reduce 25,557,032 float32 gradients (ring)."""
+    size = 25_557_032 * 4
+    right = ring_allreduce_bytes(size, 8) / 1e6
+    value = float(answer)
+    if abs(value - right) <= 0.01 * right:
+        return None
+    if abs(value / 1e6 - right) <= 0.01 * right:
+        return "that looks like bytes: give megabytes (1 MB = 10**6 bytes)"
+    if abs(value - size / 1e6) <= 0.01 * right:
+        return "that is one copy of the gradient; the ring has two phases"
+    return "not quite: apply the ring model of section 5 to this gradient's size in bytes"
