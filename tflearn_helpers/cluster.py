@@ -218,10 +218,9 @@ class LocalCluster:
                 _signal_group(proc, signal.SIGKILL)
                 proc.wait(timeout=10)
         deadline = time.monotonic() + 10
-        for addresses in self.cluster.values():
-            for address in addresses:
-                while port_is_listening(address) and time.monotonic() < deadline:
-                    time.sleep(0.1)
+        for job, index in self.procs:  # only the tasks it started (others may be in-process)
+            while port_is_listening(self.cluster[job][index]) and time.monotonic() < deadline:
+                time.sleep(0.1)
 
     def __enter__(self):
         return self
