@@ -136,10 +136,38 @@ class CountStepsHook(tf.estimator.SessionRunHook):
         self.final_global_step = int(session.run(self._global_step))
 
 
+class StartTogetherHook(tf.estimator.SessionRunHook):
+    """Each trainer marks when its session is up and waits for all the others' marks before
+    its first step, so that a short demo's trainers really train side by side."""
+
+    def __init__(self, folder: str, me: str, trainers: list[str], timeout: float = 120):
+        self.folder, self.me, self.trainers, self.timeout = folder, me, trainers, timeout
+        self.waited = False
+
+    def after_create_session(self, session, coord):
+        os.makedirs(self.folder, exist_ok=True)
+        open(os.path.join(self.folder, f"{self.me}.ready"), "w").close()
+
+    def before_run(self, run_context):
+        deadline = time.monotonic() + self.timeout
+        while not self.waited:
+            ready = [t for t in self.trainers if os.path.exists(f"{self.folder}/{t}.ready")]
+            self.waited = len(ready) == len(self.trainers)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {ready} of {self.trainers} started in {self.timeout} s")
+            time.sleep(0.05)
+
+
 def cluster_task(args) -> int:
     """One task of train_and_evaluate; its role comes from TF_CONFIG."""
     tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
-    role = json.loads(os.environ["TF_CONFIG"])["task"]
+    tf_config = json.loads(os.environ["TF_CONFIG"])
+    role = tf_config["task"]
+    trainers = [
+        f"{job}:{i}"
+        for job in ("chief", "worker")
+        for i in range(len(tf_config["cluster"].get(job, [])))
+    ]
     x, y = make_data(args.examples, seed=1)
     x_eval, y_eval = make_data(args.examples // 4, seed=2)
     estimator = make_estimator(
@@ -150,9 +178,13 @@ def cluster_task(args) -> int:
     )
     if role["type"] == "worker":
         wait_for_chief(args.model_dir, timeout=120)
+    task = f"{role['type']}:{role['index']}"
     counter = CountStepsHook()
+    together = StartTogetherHook(args.model_dir, task, trainers)
     train_spec = tf.estimator.TrainSpec(
-        input_fn(x, y, args.batch_size, training=True), max_steps=args.max_steps, hooks=[counter]
+        input_fn(x, y, args.batch_size, training=True),
+        max_steps=args.max_steps,
+        hooks=[together, counter],
     )
     eval_spec = tf.estimator.EvalSpec(
         input_fn(x_eval, y_eval, args.batch_size, training=False),
@@ -161,7 +193,6 @@ def cluster_task(args) -> int:
         throttle_secs=1,
     )
     tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
-    task = f"{role['type']}:{role['index']}"
     print(
         result_line(
             task=task,
