@@ -1,0 +1,144 @@
+"""oneDNN on or off: time a training step both ways (lesson 00, benchmarks/cpu_onednn.py).
+
+``TF_ENABLE_ONEDNN_OPTS`` is read once, when TensorFlow is imported, so each setting runs
+in its own fresh process (``python -m tflearn_helpers.cpu_speed`` prints its step times as
+JSON). ``compare()`` runs the settings side by side, CPU only, and returns each
+one's timing and whether TensorFlow reported oneDNN on in that process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from .measure import Timing, time_steps
+
+SETTINGS = {"course": "1", "tensorflow default": None, "off": "0"}
+ONEDNN_BANNER = "oneDNN custom operations are on"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One setting's result: step timing, and oneDNN as TensorFlow itself reported it."""
+
+    timing: Timing
+    onednn: bool
+
+
+def build_model(name: str, image_size: int, classes: int = 10):
+    """ResNet-50 (Keras applications, random weights) or a small 3-block CNN."""
+    import keras
+
+    if name == "resnet50":
+        return keras.applications.ResNet50(
+            weights=None, input_shape=(image_size, image_size, 3), classes=classes
+        )
+    if name != "small":
+        raise ValueError(f"model must be 'resnet50' or 'small', got {name!r}")
+    layers = [keras.Input((image_size, image_size, 3))]
+    for filters in (32, 64, 128):
+        layers += [
+            keras.layers.Conv2D(filters, 3, padding="same", use_bias=False),
+            keras.layers.BatchNormalization(),
+            keras.layers.ReLU(),
+            keras.layers.MaxPooling2D(),
+        ]
+    layers += [keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(classes)]
+    return keras.Sequential(layers)
+
+
+def time_training_steps(model: str, image_size: int, batch: int, steps: int) -> Timing:
+    """Seconds per training step (after one untimed warm-up step) in this process."""
+    import keras
+    import numpy as np
+
+    net = build_model(model, image_size)
+    net.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(True))
+    rng = np.random.default_rng(0)
+    x = rng.random((batch, image_size, image_size, 3), dtype=np.float32)
+    y = rng.integers(0, 10, batch)
+    return time_steps(lambda: net.train_on_batch(x, y), steps=steps, warmup=1)
+
+
+def compare(
+    model: str = "small",
+    image_size: int = 32,
+    batch: int = 32,
+    steps: int = 5,
+    settings=("course", "tensorflow default"),
+    timeout: float = 600,
+) -> dict[str, Run]:
+    """Time the same training step under each oneDNN setting, each in a fresh process.
+
+    With a core per setting the runs go side by side, each pinned to its own core (a fair,
+    simultaneous comparison); otherwise one after the other on all cores.
+    """
+    unknown = set(settings) - set(SETTINGS)
+    if unknown:
+        raise ValueError(f"unknown settings {sorted(unknown)}; choose from {list(SETTINGS)}")
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    pinned = len(cores) >= len(settings)
+    cmd = [
+        sys.executable,
+        "-m",
+        "tflearn_helpers.cpu_speed",
+        "--model",
+        model,
+        "--image-size",
+        str(image_size),
+        "--batch",
+        str(batch),
+        "--steps",
+        str(steps),
+    ]
+    procs = {}
+    for i, name in enumerate(settings):
+        core = {cores[i]} if pinned else None
+        procs[name] = _start(cmd, SETTINGS[name], core)
+        if not pinned:
+            procs[name] = _finish(name, procs[name], timeout)
+    return {name: _finish(name, p, timeout) if pinned else p for name, p in procs.items()}
+
+
+def _start(cmd, flag: str | None, core: set[int] | None) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
+    if flag is not None:
+        env["TF_ENABLE_ONEDNN_OPTS"] = flag
+    env.update(TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")  # CPU kernels only
+    pin = (lambda: os.sched_setaffinity(0, core)) if core else None
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=pin
+    )
+
+
+def _finish(name: str, proc: subprocess.Popen, timeout: float) -> Run:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise TimeoutError(f"the {name!r} run took over {timeout:.0f} s") from None
+    if proc.returncode != 0:
+        raise RuntimeError(f"the {name!r} run failed:\n{err[-2000:]}")
+    samples = tuple(json.loads(out.strip().splitlines()[-1]))
+    return Run(Timing(samples), ONEDNN_BANNER in err)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="small", choices=("small", "resnet50"))
+    parser.add_argument("--image-size", type=int, default=32)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=5)
+    args = parser.parse_args(argv)
+    timing = time_training_steps(args.model, args.image_size, args.batch, args.steps)
+    print(json.dumps(list(timing.samples)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
