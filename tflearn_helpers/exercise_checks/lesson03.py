@@ -42,10 +42,7 @@ def distributed_dataset(make_dataset, strategy):
         return "that is a plain tf.data.Dataset: the strategy has to split it between replicas"
     if not isinstance(result, tf.distribute.DistributedDataset):
         return f"expected a distributed dataset, got {type(result).__name__}"
-    elements = list(result)
-    if len(elements) != 3:
-        return f"one pass should take 3 steps of {global_batch} examples, not {len(elements)}"
-    seen = []
+    elements, seen = list(result), []
     for element in elements:
         shapes = dp.per_replica_shapes(strategy, element)
         sizes = {s[0][0] for _, s in shapes}
@@ -57,6 +54,8 @@ def distributed_dataset(make_dataset, strategy):
         seen.extend(
             int(v) for part in strategy.experimental_local_results(element[1]) for v in part
         )
+    if len(elements) != 3:
+        return f"one pass should take 3 steps of {global_batch} examples, not {len(elements)}"
     if sorted(seen) != list(range(len(y))):
         return "one pass over your dataset does not see every example exactly once"
     return None
