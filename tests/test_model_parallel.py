@@ -64,6 +64,8 @@ assert out == 4 * 8 * 8 * 4 * 4 and kept > out
 assert len(stages[0].source_variables) == len(stages[0].trainable_variables)
 segs = mp.segment_models(model, ["conv2_block1_out"])
 assert [m.count_params() for m in segs] == [s.count_params() for s in stages]
+seconds = mp.time_segments(segs, x, steps=2)
+assert len(seconds) == 2 and all(t > 0 for t in seconds)
 """
     )
     assert done.returncode == 0, done.stderr[-3000:]
