@@ -1,0 +1,36 @@
+"""The course runner on two tiny notebooks: one passes, one fails; both are reported."""
+
+import json
+
+import nbformat
+
+from tflearn_helpers import course
+
+
+def _notebook(path, *sources):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nbformat.write(nb, str(path))
+
+
+def test_runner_reports_status_time_headlines_and_failing_cell(tmp_path, monkeypatch):
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    _notebook(
+        src / "10_ok.ipynb", "from tflearn_helpers.report import headline", "headline('answer', 42)"
+    )
+    _notebook(src / "11_bad.ipynb", "x = 1", "raise ValueError('broken on purpose')", "y = 2")
+    monkeypatch.setattr(course, "ROOT", tmp_path)
+    code = course.run_course(str(tmp_path / "build"), cell_timeout=120)
+    assert code == 1  # one notebook failed, and the runner says so
+    summary = {r["notebook"]: r for r in json.loads((tmp_path / "build/summary.json").read_text())}
+    ok, bad = summary["notebooks/10_ok.ipynb"], summary["notebooks/11_bad.ipynb"]
+    assert ok["status"] == "passed" and ok["headlines"] == [{"label": "answer", "value": "42"}]
+    assert bad["status"] == "failed" and bad["cell"] == 1 and "broken on purpose" in bad["error"]
+    index = (tmp_path / "build/index.html").read_text()
+    assert "10_ok.ipynb" in index and "failed at cell 1" in index and "answer: 42" in index
+    assert (tmp_path / "build/notebooks/10_ok.html").exists()
