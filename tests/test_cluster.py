@@ -138,3 +138,16 @@ def test_leftovers_sees_an_orphaned_server_and_its_port(tmp_path):
     leftovers.kill(before)
     assert any("task_server" in f for f in found), found
     assert any(f.startswith(f"listening port {port.split(':')[1]}") for f in found), found
+
+
+def test_start_server_without_waiting_returns_before_it_listens(monkeypatch):
+    launched, waited = [], []
+    monkeypatch.setattr(
+        cluster.LocalCluster, "_launch", lambda self, task, cmd: launched.append(task)
+    )
+    monkeypatch.setattr(cluster.LocalCluster, "wait_listening", lambda self, *a: waited.append(a))
+    spec = cluster.local_cluster_spec(workers=2, ps=1)
+    cluster.LocalCluster(spec).start("server", wait=False)
+    assert launched == [("worker", 0), ("worker", 1), ("ps", 0)] and waited == []
+    cluster.LocalCluster(spec).start("server", tasks=[("ps", 0)])
+    assert len(waited) == 1

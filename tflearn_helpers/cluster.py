@@ -113,13 +113,16 @@ class LocalCluster:
         _LIVE.add(self)
 
     # -- starting -------------------------------------------------------------
-    def start(self, target: str, args=(), tasks=None, ready_timeout: float = 60.0):
-        """Start ``target`` for each task; wait until every server task listens."""
+    def start(
+        self, target: str, args=(), tasks=None, ready_timeout: float = 60.0, wait: bool = True
+    ):
+        """Start ``target`` for each task; wait until every server task listens (with
+        ``wait=False`` return at once, and call ``wait_listening`` when it matters)."""
         _warn_once()
         chosen = tasks or [(j, i) for j, a in self.cluster.items() for i in range(len(a))]
         for task in chosen:
             self._launch(tuple(task), self._command(target, args))
-        if target == "server":
+        if target == "server" and wait:
             self.wait_listening(chosen, ready_timeout)
         return self
 
