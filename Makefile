@@ -2,6 +2,7 @@
 #   make test    unit tests + every notebook and solution under nbval (smoke scale)
 #   make course  execute the whole course at the default scale into build/ (HTML + index)
 #   make lab     JupyterLab on the course
+#   make doctor  is this machine ready? (versions, devices, a 2-replica step, a gRPC round trip)
 PYTHON ?= python3
 PYTHON_LEGACY ?= python3.11
 VENV := .venv
@@ -10,7 +11,7 @@ BIN := $(VENV)/bin
 PIP_FLAGS := -q --disable-pip-version-check
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: test unit notebooks course lab lint format exercises env legacy-env clean
+.PHONY: test unit notebooks course lab doctor lint format exercises env legacy-env clean
 
 env: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
@@ -45,7 +46,10 @@ course: env legacy-env
 	$(BIN)/python -m tflearn_helpers course --out build
 
 lab: env legacy-env
-	$(BIN)/jupyter lab notebooks
+	$(BIN)/jupyter lab
+
+doctor: env
+	$(BIN)/python -m tflearn_helpers doctor
 
 lint: env
 	$(BIN)/ruff format --check . && $(BIN)/ruff check .
