@@ -1,16 +1,22 @@
-"""Repository-wide pytest hooks: every executed notebook must leave nothing running.
+"""Repository-wide pytest hooks for the notebooks nbval runs.
 
-For each notebook nbval runs, the processes and listening ports present before its first
-cell are compared with those still there after its kernel shut down.
+- Every executed notebook must leave nothing running: the processes and listening ports
+  present before its first cell are compared with those still there after its kernel shut
+  down.
+- Each notebook's wall time is recorded and printed at the end of the run.
 """
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
 from tflearn_helpers import leftovers
 
 _before: dict[str, leftovers.Snapshot] = {}
+_started: dict[str, float] = {}
+_seconds: dict[str, float] = {}
 
 
 def _notebook(item) -> str | None:
@@ -22,6 +28,7 @@ def pytest_runtest_setup(item):
     nb = _notebook(item)
     if nb and nb not in _before:
         _before[nb] = leftovers.snapshot()
+        _started[nb] = time.monotonic()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -29,7 +36,16 @@ def pytest_runtest_teardown(item, nextitem):
     yield  # nbval shuts the kernel down here when the notebook's last cell is done
     nb = _notebook(item)
     if nb and (nextitem is None or _notebook(nextitem) != nb):
+        _seconds[nb] = time.monotonic() - _started[nb]
         left = leftovers.leftovers(_before[nb])
         if left:
             leftovers.kill(_before[nb])
             pytest.fail(f"{nb} left these running after its kernel stopped: {left}")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _seconds:
+        terminalreporter.section("notebook wall times (kernel start to shutdown)")
+        for nb, seconds in _seconds.items():
+            terminalreporter.write_line(f"{seconds:7.1f} s  {nb}")
+        terminalreporter.write_line(f"{sum(_seconds.values()):7.1f} s  in all")
