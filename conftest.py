@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -47,5 +48,5 @@ def pytest_terminal_summary(terminalreporter):
     if _seconds:
         terminalreporter.section("notebook wall times (kernel start to shutdown)")
         for nb, seconds in _seconds.items():
-            terminalreporter.write_line(f"{seconds:7.1f} s  {nb}")
+            terminalreporter.write_line(f"{seconds:7.1f} s  {os.path.relpath(nb)}")
         terminalreporter.write_line(f"{sum(_seconds.values()):7.1f} s  in all")
