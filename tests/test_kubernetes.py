@@ -85,3 +85,12 @@ def test_bad_input_is_refused_with_a_clear_message(kwargs, error, match):
 def test_to_yaml_refuses_values_it_cannot_write():
     with pytest.raises(TypeError, match="cannot write"):
         k8s.to_yaml({"a": object()})
+
+
+def test_pod_annotations_reach_every_template():
+    job = make(pod_annotations={"sidecar.istio.io/inject": "false"})
+    for spec in job["spec"]["tfReplicaSpecs"].values():
+        assert spec["template"]["metadata"]["annotations"] == {"sidecar.istio.io/inject": "false"}
+    assert "metadata" not in make()["spec"]["tfReplicaSpecs"]["Worker"]["template"]
+    with pytest.raises(TypeError, match="pod_annotations"):
+        make(pod_annotations=["sidecar"])

@@ -36,6 +36,7 @@ def tfjob(
     shared_volume_claim: str | None = None,
     shared_mount: str = "/shared",
     env: dict[str, str] | None = None,
+    pod_annotations: dict[str, str] | None = None,
 ) -> dict:
     """A TFJob with one replica spec per job of ``cluster`` (its addresses are ignored:
     only how many tasks each job has carries over to Kubernetes).
@@ -43,11 +44,15 @@ def tfjob(
     gpus_per_worker: ``nvidia.com/gpu`` limit of every chief and worker pod.
     shared_volume_claim: a PersistentVolumeClaim mounted at ``shared_mount`` in every pod,
     for checkpoints and BackupAndRestore backups that every worker must read back.
+    pod_annotations: e.g. {"sidecar.istio.io/inject": "false"}, which Kubeflow's TFJob guide
+    asks for in namespaces with Istio sidecar injection.
     """
     if not isinstance(name, str) or not _NAME.match(name):
         raise ValueError(f"name must be a DNS label (a-z, 0-9, '-', <= 63 chars), got {name!r}")
     if not isinstance(cluster, dict) or not cluster:
         raise ValueError("cluster must be a non-empty dict of job -> list of addresses")
+    if pod_annotations is not None and not isinstance(pod_annotations, dict):
+        raise TypeError(f"pod_annotations must be a dict of strings, got {pod_annotations!r}")
     for job, tasks in cluster.items():
         if job not in REPLICA_TYPES:
             raise ValueError(f"unknown job {job!r}: jobs are {', '.join(REPLICA_TYPES)}")
@@ -78,6 +83,7 @@ def tfjob(
             shared_volume_claim,
             shared_mount,
             env or {},
+            pod_annotations or {},
         )
         for job, tasks in cluster.items()
     }
@@ -90,7 +96,7 @@ def tfjob(
 
 
 def _replica_spec(
-    replicas, image, command, job, gpus, cpu, memory, restart_policy, claim, mount, env
+    replicas, image, command, job, gpus, cpu, memory, restart_policy, claim, mount, env, annotations
 ) -> dict:
     limits = {"cpu": cpu, "memory": memory}
     if gpus and job in ("chief", "worker"):
@@ -107,7 +113,10 @@ def _replica_spec(
     if claim:
         container["volumeMounts"] = [{"name": "shared", "mountPath": mount}]
         pod["volumes"] = [{"name": "shared", "persistentVolumeClaim": {"claimName": claim}}]
-    return {"replicas": replicas, "restartPolicy": restart_policy, "template": {"spec": pod}}
+    template = {"spec": pod}
+    if annotations:
+        template["metadata"] = {"annotations": {k: str(v) for k, v in annotations.items()}}
+    return {"replicas": replicas, "restartPolicy": restart_policy, "template": template}
 
 
 def to_yaml(value, indent: int = 0) -> str:
