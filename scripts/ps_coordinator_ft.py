@@ -3,7 +3,8 @@
 Trains a small linear model in batches of scheduled steps on the ps/worker servers of
 TF_CONFIG, writes a checkpoint after every batch, and prints one event per batch (see
 tflearn_helpers.ps_strategy.emit). The notebook kills and restarts tasks meanwhile.
-Stops after --steps steps applied by this run (default: never) or after --max-seconds.
+With --start-file it imports TensorFlow, then waits for that file to connect. Stops after
+--steps steps applied by this run (default: never) or after --max-seconds.
 Exit code 3: a parameter server failed (restart it, then run this script again to resume).
 """
 
@@ -25,19 +26,21 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=8, help="steps scheduled between joins")
     parser.add_argument("--work", type=int, default=64, help="matmuls per step (step length)")
     parser.add_argument("--pause", type=float, default=0.0, help="seconds to idle between batches")
+    parser.add_argument("--start-file", default="", help="wait for this file, then connect")
     parser.add_argument("--max-seconds", type=float, default=300.0)
     args = parser.parse_args()
     cluster = tfconfig.validate(os.environ.get("TF_CONFIG", ""))["cluster"]
-    for job in ("worker", "ps"):  # the servers may still be starting
-        for address in cluster[job]:
-            deadline = time.monotonic() + 60
-            while not cluster_mod.port_is_listening(address):
-                if time.monotonic() > deadline:
-                    ps_strategy.emit("error", message=f"{address} not listening after 60 s")
-                    return 2
-                time.sleep(0.2)
+    import tensorflow as tf  # the slow part of starting: done before waiting for anything
 
-    import tensorflow as tf
+    if args.start_file:
+        ps_strategy.emit("ready")
+        if not _wait_for(lambda: os.path.exists(args.start_file), args.max_seconds):
+            ps_strategy.emit("error", message=f"no {args.start_file} after {args.max_seconds} s")
+            return 4
+    for address in cluster["worker"] + cluster["ps"]:  # the servers may still be starting
+        if not _wait_for(lambda a=address: cluster_mod.port_is_listening(a), 120):
+            ps_strategy.emit("error", message=f"{address} not listening after 120 s")
+            return 2
 
     strategy, coordinator = ps_strategy.make_strategy(cluster)
     n_workers = len(cluster["worker"])
@@ -103,6 +106,15 @@ def main() -> int:
             return 4
     ps_strategy.emit("finished", total=done, scheduled=scheduled, applied=done - start)
     return 0
+
+
+def _wait_for(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 if __name__ == "__main__":
