@@ -52,3 +52,22 @@ def test_error_summary_finds_the_exception():
     one_line = "x\ntensorflow.errors.UnavailableError: gone"
     assert mw.error_summary(one_line) == "tensorflow.errors.UnavailableError: gone"
     assert mw.error_summary("all fine\nDONE") == ""
+
+
+def load_training_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("multi_worker_train", mw.script_path())
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # TensorFlow is imported only inside main()
+    return module
+
+
+def test_training_script_flags_and_bad_input(capsys):
+    script = load_training_script()
+    args = script.parse_args(["--out", "x", "--loop", "custom,fit", "--save-freq", "3"])
+    assert args.loops == ["custom", "fit"] and args.save_freq == 3
+    for bad in (["--out", "x", "--loop", "keras"], ["--out", "x", "--epochs", "0"], []):
+        with pytest.raises(SystemExit):
+            script.parse_args(bad)
+    assert "--loop takes fit and/or custom" in capsys.readouterr().err
