@@ -1,8 +1,8 @@
 """The seed's Estimator program, corrected (lab 01b_estimator_legacy; needs TF 2.15).
 
-Import it to train in-process (``train(...)``), or run it as one task of a cluster:
-every task (chief, worker, ps, evaluator) runs this same file and learns its role from
-TF_CONFIG, as estimator-era jobs did. Options: ``python estimator_task.py --help``.
+Import it to train in-process (``make_estimator``, ``input_fn``, the hooks), or run it as
+one task of a cluster: every task (chief, worker, ps, evaluator) runs this same file and
+learns its role from TF_CONFIG, as estimator-era jobs did. Options: ``--help``.
 """
 
 from __future__ import annotations
