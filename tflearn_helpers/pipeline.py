@@ -47,6 +47,7 @@ class Pipeline:
         self._fns: dict = {}
         self._apply: list = []
         self._graph_step = None
+        self._add = _add_lists if not traced else _traced_add()
 
     def lane(self, s: int) -> str:
         """The timeline lane of stage ``s``."""
@@ -153,7 +154,7 @@ class Pipeline:
         if s > 0:
             bwd_q[s - 1].put(g[0])
             g = g[1:]
-        return g if acc is None else [a + b for a, b in zip(acc, g, strict=True)]
+        return g if acc is None else self._add(acc, g)
 
     def graph_step(self, x, y):
         """One naive model-parallel training step traced as a single ``tf.function``."""
@@ -205,6 +206,17 @@ def _one_graph(pipeline, x, y):
                 dy, g = g[0], g[1:]
             pipeline.optimizers[s].apply_gradients(zip(g, params, strict=True))
     return outputs[-1]
+
+
+def _add_lists(a, b):
+    return [x + y for x, y in zip(a, b, strict=True)]
+
+
+def _traced_add():
+    """Gradient accumulation as one call per micro-batch, not one eager op per variable."""
+    import tensorflow as tf
+
+    return tf.function(_add_lists)
 
 
 def _applier(stage, optimizer):
