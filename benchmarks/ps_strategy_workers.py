@@ -17,7 +17,6 @@ import os
 import statistics
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 from tflearn_helpers import cluster, ps_strategy  # noqa: E402
 from tflearn_helpers.report import print_table  # noqa: E402
