@@ -77,3 +77,19 @@ def test_time_allreduce_checks_the_sum_and_times_it():
     """)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ok" in done.stdout
+
+
+def test_two_collective_strategies_in_one_process_clash():
+    """Backs lesson 03's advice (one MirroredStrategy per program, tensorflow/tensorflow#62790)."""
+    done = run_python("""
+        from tflearn_helpers import setup_course, allreduce
+        course = setup_course(devices=2, scale="smoke", verbose=False)
+        import tensorflow as tf
+        allreduce.time_allreduce(tf.distribute.MirroredStrategy(course.devices), 8, steps=1)
+        try:
+            allreduce.time_allreduce(tf.distribute.MirroredStrategy(course.devices), 16, steps=1)
+        except Exception as err:
+            print("clash:", type(err).__name__, err)
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "clash:" in done.stdout and "collective" in done.stdout.lower(), done.stdout[-2000:]
