@@ -75,6 +75,7 @@ class Training:
         self.crash_after = dict(crash_after or {})
         self.logs = [WorkerLog(i) for i in range(workers)]
         self.stop = threading.Event()
+        self._all_ready = threading.Barrier(workers)  # everyone steps from the same moment
         self._threads = [
             threading.Thread(target=self._work, args=(i,), daemon=True) for i in range(workers)
         ]
@@ -133,10 +134,12 @@ class Training:
                     model["step_after"],
                 ]
                 with session:
+                    self._all_ready.wait(timeout=self.timeout_s)
                     self._steps(index, session, model, fetches, log)
                     if model["release"] is not None and index not in self.crash_after:
                         session.run(model["release"])
         except Exception as err:  # noqa: BLE001 - kept in the log and shown by the lesson
+            self._all_ready.abort()  # the others must not wait for this worker to start
             log.error = f"{type(err).__name__}: {str(err).splitlines()[0][:160]}"
         finally:
             if index not in self.crash_after:  # a crashed worker tells no one
