@@ -75,6 +75,7 @@ def main() -> int:
     scheduled = 0
     t0 = time.monotonic()
     while True:
+        ps_strategy.emit("batch", scheduled=scheduled)  # about to schedule the next batch
         try:
             for _ in range(args.batch):
                 coordinator.schedule(step, args=(ids,))
