@@ -5,8 +5,10 @@ machine (MultiWorkerMirroredStrategy, one TF_CONFIG each), one size after the ot
 the same per-worker batch (so the global batch grows with N, as when adding machines).
 It prints the median step time of each size and its ratio to one worker.
 
-On one machine all processes share its cores: the ratio shows the price of the collective
-all-reduce and of the shared CPU, not a cluster's speed-up.
+The workers run on the CPU (processes sharing one GPU would compete for its memory, and
+NCCL refuses two ranks on one GPU). On one machine all processes share its cores: the
+ratio shows the price of the collective all-reduce and of the shared CPU, not a cluster's
+speed-up.
 
   python benchmarks/multi_worker_steps.py [--workers 1,2,3] [--steps 30] [--hidden 64]
 """
@@ -29,7 +31,8 @@ def step_seconds(workers: int, args) -> float:
     out = Path(tempfile.mkdtemp(prefix=f"mw-bench-{workers}-"))
     flags = ["--loop", "custom", "--out", out, "--epochs", 1, "--steps-per-epoch", args.steps]
     flags += ["--global-batch", args.per_worker_batch * workers, "--hidden", args.hidden]
-    with cluster.LocalCluster(cluster.local_cluster_spec(workers=workers)) as job:
+    spec = cluster.local_cluster_spec(workers=workers)
+    with cluster.LocalCluster(spec, env={"CUDA_VISIBLE_DEVICES": "-1"}) as job:
         job.start(mw.script_path(), flags)
         codes = job.wait(timeout=args.timeout)
         if set(codes.values()) != {0}:
