@@ -7,6 +7,7 @@ def test_short_device_names():
     assert short_device("/job:localhost/replica:0/task:0/device:CPU:1") == "CPU:1"
     assert short_device("/job:ps/replica:0/task:1/device:CPU:0") == "ps:1/CPU:0"
     assert short_device("") == "(unplaced)"
+    assert short_device("/job:ps/task:0") == "ps:0"
 
 
 def test_variables_and_ops_are_found_where_they_ran():

@@ -107,6 +107,7 @@ class LocalCluster:
             tfconfig.build(cluster, job, 0)
         self.cluster = cluster
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="tflearn-cluster-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.env = dict(env or {})
         self.procs: dict[tuple[str, int], subprocess.Popen] = {}
         self._targets: dict[tuple[str, int], list[str]] = {}

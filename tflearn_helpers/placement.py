@@ -39,12 +39,13 @@ def short_device(name: str) -> str:
     """'/job:localhost/replica:0/task:0/device:CPU:1' -> 'CPU:1'; keeps job/task off localhost."""
     if not name:
         return "(unplaced)"
-    kind = name.rsplit("device:", 1)[-1]
+    kind = name.rsplit("device:", 1)[-1] if "device:" in name else ""
     job = re.search(r"/job:([^/]+)", name)
     task = re.search(r"/task:(\d+)", name)
     if job and job.group(1) != "localhost":
-        return f"{job.group(1)}:{task.group(1) if task else 0}/{kind}"
-    return kind
+        where = f"{job.group(1)}:{task.group(1) if task else 0}"
+        return f"{where}/{kind}" if kind else where
+    return kind or name
 
 
 def variable_devices(obj) -> list[tuple[str, str, str]]:
