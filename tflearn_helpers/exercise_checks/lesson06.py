@@ -48,7 +48,7 @@ def strategies_built(answer):
             return f"{name} should use every device the setup cell created"
     mwms_expected = _gpus() or 1  # without TF_CONFIG: the local GPUs, else one CPU
     if answer["MultiWorkerMirrored"].num_replicas_in_sync != mwms_expected:
-        return "MultiWorkerMirrored without TF_CONFIG should be created with no arguments"
+        return "MultiWorkerMirrored without TF_CONFIG should run on this machine's local devices"
     return None
 
 
