@@ -81,7 +81,7 @@ def make_pipeline(
     if policy == "file":
         ds = ds.shard(num_workers, worker_index)
     ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=1)
-    ds = ds.map(_parser(size, with_index), **(parallelism if parallel else {}))
+    ds = ds.map(record_parser(size, with_index), **(parallelism if parallel else {}))
     if policy == "data":
         ds = ds.shard(num_workers, worker_index)
     if repeat:
@@ -112,7 +112,8 @@ def images_per_second(dataset, batches: int, step_seconds: float = 0.0, warmup: 
     return images / (time.perf_counter() - start)
 
 
-def _parser(size: int | None, with_index: bool):
+def record_parser(size: int | None = None, with_index: bool = False):
+    """The function that turns one record into (image, label[, index]); ``size`` resizes."""
     import tensorflow as tf
 
     spec = {

@@ -47,7 +47,7 @@ def _bottleneck_resnet(blocks, input_shape, classes):
     x = layers.Activation("relu", name="conv1_relu")(x)
     x = layers.ZeroPadding2D(1, name="pool1_pad")(x)
     x = layers.MaxPooling2D(3, strides=2, name="pool1_pool")(x)
-    for stage, (filters, count) in enumerate(zip(_FILTERS, blocks), start=2):
+    for stage, (filters, count) in enumerate(zip(_FILTERS, blocks, strict=True), start=2):
         for i in range(1, count + 1):
             stride = 2 if i == 1 and stage > 2 else 1
             x = _block(x, filters, stride, shortcut=i == 1, name=f"conv{stage}_block{i}")

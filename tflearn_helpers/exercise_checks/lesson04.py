@@ -1,0 +1,105 @@
+"""Checks for exercises 04 (ResNet-50 data-parallel: input pipeline, checkpoints, traffic)."""
+
+from __future__ import annotations
+
+import tempfile
+
+import numpy as np
+
+from ..checks import exercise
+
+#: keras.applications.ResNet50(weights=None) with 1000 classes
+RESNET50_PARAMS = 25_557_032
+
+
+@exercise("04.1")
+def file_sharded_pipeline(fn):
+    if not callable(fn):
+        return "pass the function itself, not a dataset it made"
+    from ..data import generated_images
+    from ..input_pipeline import write_shards
+
+    files = write_shards(generated_images(48, 32, seed=7), tempfile.mkdtemp(), shards=8)
+    workers, batch = 4, 2
+    seen = []
+    for w in range(workers):
+        ds = fn(files, workers, w, batch)
+        if "Prefetch" not in type(ds).__name__:
+            return "the pipeline should end with prefetch, so input overlaps the training step"
+        parts = list(ds)
+        if not parts or any(len(p) != 3 for p in parts):
+            return "each batch should be (images, labels, indices): parse with with_index=True"
+        if any(int(p[0].shape[0]) != batch for p in parts):
+            return "batches should hold batch_size images each"
+        if parts[0][0].dtype.name != "float32":
+            return "images should come out as float32 (use the course's record parser)"
+        seen.append(np.concatenate([p[2].numpy() for p in parts]))
+    everything = np.concatenate(seen)
+    if len(np.unique(everything)) != len(everything):
+        return "two workers got the same image: each needs its own share"
+    if len(everything) != 48:
+        return "together the workers should see every image exactly once"
+    for w, idx in enumerate(seen):
+        if not set((idx % 8).tolist()) <= {w, w + workers}:
+            return "a worker saw images from other workers' files: shard the files, not the images"
+    return None
+
+
+@exercise("04.2")
+def resume_from_checkpoint(fn):
+    if not callable(fn):
+        return "pass the function itself, not its result"
+    import keras
+    import tensorflow as tf
+
+    directory = tempfile.mkdtemp()
+    model, optimizer = _tiny(keras)
+    ckpt = tf.train.Checkpoint(model=model, optimizer=optimizer)
+    manager = tf.train.CheckpointManager(ckpt, directory, max_to_keep=3)
+    for step in range(1, 6):
+        _train_step(model, optimizer, seed=step)
+        if step == 3:
+            manager.save(checkpoint_number=step)
+            saved = [w.copy() for w in model.get_weights()]
+    fresh, fresh_opt = _tiny(keras)
+    answer = fn(directory, fresh, fresh_opt)
+    if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
+        return "return the restored step as an int (read it from the optimizer)"
+    if int(fresh_opt.iterations.numpy()) != 3:
+        return "the optimizer's step counter was not restored: put the optimizer in the checkpoint"
+    if not all(np.array_equal(a, b) for a, b in zip(fresh.get_weights(), saved, strict=True)):
+        return "the model's weights are not the saved ones: restore the latest checkpoint"
+    if int(answer) != 3:
+        return "the weights were restored, but the step you returned is not the restored one"
+    return None
+
+
+@exercise("04.3")
+def ring_megabytes(answer, replicas=8):
+    if isinstance(answer, bool) or not isinstance(answer, (int, float, np.floating)):
+        return "give a number of megabytes (1 MB = 1e6 bytes)"
+    expected = 2 * (replicas - 1) / replicas * 4 * RESNET50_PARAMS / 1e6
+    if abs(answer - expected) <= 0.02 * expected:
+        return None
+    if abs(answer - 4 * RESNET50_PARAMS / 1e6) <= 0.02 * expected:
+        return "that is the gradient's size; in a ring each replica sends more than that"
+    if abs(answer - expected / 4) <= 0.02 * expected:
+        return "gradients are float32: how many bytes is each parameter?"
+    return "count ResNet-50's parameters, bytes per parameter, and use the ring model"
+
+
+def _tiny(keras):
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    optimizer = keras.optimizers.Adam(0.1)
+    optimizer.build(model.trainable_variables)
+    return model, optimizer
+
+
+def _train_step(model, optimizer, seed: int) -> None:
+    import tensorflow as tf
+
+    x = tf.random.stateless_normal((8, 4), seed=(seed, 0))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(model(x) ** 2)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
