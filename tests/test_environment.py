@@ -12,6 +12,13 @@ def test_setup_creates_devices_and_prints_the_table():
         assert len(env.devices) == 3 and env.simulated and env.scale == "smoke"
         assert env.mirrored_strategy().num_replicas_in_sync == 3
         assert env.mirrored_strategy(2).num_replicas_in_sync == 2
+        assert env.mirrored_strategy(2) is env.mirrored_strategy(2)  # made once (#62790)
+        try:
+            env.mirrored_strategy(4)
+        except ValueError as err:
+            assert "setup_course(devices=4)" in str(err)
+        else:
+            raise AssertionError("4 of 3 devices should be refused")
         setup_course(devices=3, scale="smoke", verbose=False)  # re-running the cell is fine
     """)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import scale as scale_mod
 from .devices import DEFAULT_GPU_MEMORY_MB, DevicePlan, apply_plan, plan_devices
@@ -32,26 +32,36 @@ class CourseEnv:
     onednn: bool | None
     legacy_keras: bool
     colab: bool
+    _strategies: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def simulated(self) -> bool:
         return self.plan.simulated
 
     def mirrored_strategy(self, num_devices: int | None = None):
-        """A MirroredStrategy over the first ``num_devices`` devices, with an all-reduce
-        that works on them (NCCL cannot run between logical GPUs of one GPU)."""
+        """The MirroredStrategy over the first ``num_devices`` devices, with an all-reduce
+        that works on them (NCCL cannot run between logical GPUs of one GPU).
+
+        One strategy per device count, made once: two MirroredStrategy objects with the
+        default collective all-reduce over the same devices clash in one process
+        (tensorflow/tensorflow#62790).
+        """
         import tensorflow as tf
 
-        chosen = self.devices[: num_devices or len(self.devices)]
-        if num_devices and len(chosen) < num_devices:
+        n = num_devices or len(self.devices)
+        if n > len(self.devices):
             raise ValueError(
-                f"asked for {num_devices} devices but only {len(self.devices)} are set up: "
-                f"call setup_course(devices={num_devices}) in the setup cell"
+                f"asked for {n} devices but only {len(self.devices)} are set up: "
+                f"call setup_course(devices={n}) in the setup cell"
             )
-        ops = None
-        if self.plan.kind == "GPU" and self.plan.simulated:
-            ops = tf.distribute.HierarchicalCopyAllReduce()
-        return tf.distribute.MirroredStrategy(chosen, cross_device_ops=ops)
+        if n not in self._strategies:
+            ops = None
+            if self.plan.kind == "GPU" and self.plan.simulated:
+                ops = tf.distribute.HierarchicalCopyAllReduce()
+            self._strategies[n] = tf.distribute.MirroredStrategy(
+                self.devices[:n], cross_device_ops=ops
+            )
+        return self._strategies[n]
 
     def table(self) -> str:
         rows = [
