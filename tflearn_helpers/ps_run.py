@@ -139,6 +139,8 @@ class Training:
                     if model["release"] is not None and index not in self.crash_after:
                         session.run(model["release"])
         except Exception as err:  # noqa: BLE001 - kept in the log and shown by the lesson
+            if isinstance(err, tf.errors.CancelledError) and self.stop.is_set():
+                return  # a step cancelled while the others shut down: how a sync run ends
             self._all_ready.abort()  # the others must not wait for this worker to start
             log.error = f"{type(err).__name__}: {str(err).splitlines()[0][:160]}"
         finally:
