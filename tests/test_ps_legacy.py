@@ -72,3 +72,14 @@ def test_session_config_filters_devices_and_sets_a_timeout():
     config = ps_legacy.session_config(task_index=1, timeout_s=2.5)
     assert list(config.device_filters) == ["/job:ps", "/job:worker/task:1"]
     assert config.operation_timeout_in_ms == 2500
+
+
+@pytest.mark.parametrize(
+    ("node", "label", "op"),
+    [
+        ("MatMul", "MatMul = MatMul(x, w)", "MatMul"),
+        ("RecvTensor", "[8B] [0.6Mb/s] edge_4_Read/ReadVariableOp from /job:ps", "RecvTensor"),
+    ],
+)
+def test_op_type_from_trace_labels(node, label, op):
+    assert ps_legacy._op_type(node, label) == op

@@ -1,13 +1,11 @@
-"""TF1 parameter-server training, between-graph replicated (taught in lesson 01).
+"""TF1 parameter-server graphs: a worker's model and where its parts go (lesson 01).
 
-Every worker is a *client* with its own ``tf.Graph``: ``replica_device_setter`` puts the
-variables on the ps tasks (round-robin) and the compute on that worker's own device, and a
-``MonitoredSession`` drives it (worker 0 is the chief: it initialises, checkpoints and, in
-sync mode, aggregates). Each step also reads the global step before computing and after
-applying, which measures *staleness*: how many updates other workers applied in between.
-
-The clients run as threads of the calling process; the servers they talk to (one per
-task) are real processes started by :class:`tflearn_helpers.cluster.LocalCluster`.
+Each worker builds its own ``tf.Graph`` (between-graph replication): ``replica_device_setter``
+puts the variables on the ps tasks (round-robin in creation order) and the compute on that
+worker's device. This module builds that graph (asynchronous, or synchronous with
+``SyncReplicasOptimizer``), reports the placement, configures worker sessions (device
+filters, timeouts, a quick non-chief poll) and traces which device really ran which op.
+:mod:`tflearn_helpers.ps_run` runs the workers and measures them.
 """
 
 from __future__ import annotations
@@ -181,3 +179,36 @@ def _short(device: str) -> str:
     """'/job:ps/task:1/device:CPU:0' or '/job:ps/task:1' -> 'ps:1'."""
     parts = dict(p.split(":", 1) for p in device.strip("/").split("/") if ":" in p)
     return f"{parts.get('job', '?')}:{parts.get('task', '0')}"
+
+
+def executed_devices(cluster: dict, container: str, timeout_s: float = 20.0) -> dict:
+    """Run one forward pass of worker 0's graph with tracing on; return, per device
+    ('ps:0', 'worker:0', ...), the op types that really ran there."""
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default(), graph.container(container):
+        model = build_model(0, len(cluster["ps"]))
+        x, y = make_data(seed=0, batch=8)
+        metadata = v1.RunMetadata()
+        config = session_config(0, timeout_s)
+        with v1.Session(f"grpc://{cluster['worker'][0]}", config=config) as sess:
+            sess.run(
+                model["loss"],
+                {model["x"]: x, model["y"]: y},
+                options=v1.RunOptions(trace_level=v1.RunOptions.FULL_TRACE),
+                run_metadata=metadata,
+            )
+    ran: dict[str, set] = {}
+    for dev in metadata.step_stats.dev_stats:
+        ops = {_op_type(n.node_name, n.timeline_label) for n in dev.node_stats}
+        ran.setdefault(_short(dev.device), set()).update(ops - {"NoOp"})
+    return {device: sorted(ops) for device, ops in sorted(ran.items())}
+
+
+def _op_type(node: str, label: str) -> str:
+    """'MatMul = MatMul(x, w)' -> 'MatMul'; a transfer this device asked for -> 'RecvTensor'."""
+    if " = " in label:
+        return label.split(" = ", 1)[1].split("(", 1)[0]
+    return node
