@@ -34,6 +34,7 @@ before = [v.numpy().copy() for v in stages[0].trainable_variables]
 pipe.train_step(x, y, 2)
 assert any(not np.allclose(a, v.numpy()) for a, v in zip(before, stages[0].trainable_variables))
 assert np.isfinite(float(pipe.graph_step(x, y)))
+assert np.isfinite(float(pipe.graph_step(x, y, 2)))
 counts = placement.compute_op_counts(pipe.graph_step, x, y)
 assert counts["CPU:1"] > 0 and counts["CPU:2"] > 0, counts
 assert threading.active_count() == 1
@@ -56,6 +57,12 @@ x, y = tf.random.normal((6, 8, 8, 3)), tf.zeros((6,), tf.int32)
 for m, match in ((4, "does not split"), (0, "whole number"), (True, "whole number")):
     try:
         pipe.gradients(x, y, m)
+    except ValueError as err:
+        assert match in str(err), err
+    else:
+        raise AssertionError(m)
+    try:
+        Pipeline(stages, None, lambda: keras.optimizers.SGD()).graph_step(x, y, m)
     except ValueError as err:
         assert match in str(err), err
     else:

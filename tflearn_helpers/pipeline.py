@@ -46,7 +46,7 @@ class Pipeline:
                 self.optimizers.append(opt)
         self._fns: dict = {}
         self._apply: list = []
-        self._graph_step = None
+        self._graph_steps: dict = {}
         self._add = _add_lists if not traced else _traced_add()
 
     def lane(self, s: int) -> str:
@@ -82,10 +82,7 @@ class Pipeline:
         import tensorflow as tf
 
         k, m_count = len(self.stages), micro_batches
-        if isinstance(m_count, bool) or not isinstance(m_count, int) or m_count < 1:
-            raise ValueError(f"micro_batches must be a whole number >= 1, got {m_count!r}")
-        if x.shape[0] % m_count:
-            raise ValueError(f"batch of {x.shape[0]} does not split into {m_count} equal parts")
+        _check_split(x, m_count)
         xs, ys = tf.split(x, m_count), tf.split(y, m_count)
         fwd_q = [queue.Queue() for _ in range(k)]
         bwd_q = [queue.Queue() for _ in range(k)]
@@ -156,15 +153,19 @@ class Pipeline:
             g = g[1:]
         return g if acc is None else self._add(acc, g)
 
-    def graph_step(self, x, y):
-        """One naive model-parallel training step traced as a single ``tf.function``."""
+    def graph_step(self, x, y, micro_batches: int = 1):
+        """One training step traced as a single ``tf.function`` (one trace per M); with
+        M = 1 it is naive model parallelism, with M > 1 the runtime may overlap stages."""
         import tensorflow as tf
 
         if not self.optimizers:
             raise ValueError("this pipeline has no optimizers: pass make_optimizer=...")
-        if self._graph_step is None:
-            self._graph_step = tf.function(lambda x, y: _one_graph(self, x, y))
-        return self._graph_step(x, y)
+        _check_split(x, micro_batches)
+        if micro_batches not in self._graph_steps:
+            self._graph_steps[micro_batches] = tf.function(
+                lambda x, y: _one_graph(self, x, y, micro_batches)
+            )
+        return self._graph_steps[micro_batches](x, y)
 
     def train_step(self, x, y, micro_batches: int = 1, timeline=None) -> float:
         """One pipelined training step; returns the mean loss."""
@@ -181,31 +182,51 @@ class Pipeline:
         return loss
 
 
-def _one_graph(pipeline, x, y):
-    """Naive model parallelism as one traced step: each stage's forward pass, then each
-    stage's backward pass and update, every one under that stage's device scope (a single
-    ``tape.gradient`` call would put the whole backward pass on the default device)."""
+def _one_graph(pipeline, x, y, micro_batches):
+    """Model parallelism as one traced step: every stage's forward pass for each micro-batch,
+    then every stage's backward pass and update, each under its stage's device scope (a
+    single ``tape.gradient`` call would put the whole backward pass on the default device).
+    Micro-batches are independent branches of the graph, so TensorFlow's executor may run
+    stage 0 on one micro-batch while stage 1 works on another."""
     import tensorflow as tf
 
     stages, k = pipeline.stages, len(pipeline.stages)
-    with tf.GradientTape(persistent=True) as tape:
-        inputs, outputs = [x], []
-        for s, stage in enumerate(stages):
-            out = stage(inputs[-1], training=True)
-            if s == k - 1:
-                with tf.device(stage.device):
-                    out = pipeline.loss(y, out)
-            outputs.append(out)
-            inputs.append(out)
-    dy = None
-    for s in reversed(range(k)):
-        stage, params = stages[s], stages[s].trainable_variables
+    grads: list = [None] * k
+    losses, branches = [], []
+    for xm, ym in zip(tf.split(x, micro_batches), tf.split(y, micro_batches), strict=True):
+        with tf.GradientTape(persistent=True) as tape:
+            inputs, outputs = [xm], []
+            for s, stage in enumerate(stages):
+                out = stage(inputs[-1], training=True)
+                if s == k - 1:
+                    with tf.device(stage.device):
+                        out = pipeline.loss(ym, out) / micro_batches
+                        losses.append(out)
+                outputs.append(out)
+                inputs.append(out)
+        branches.append((tape, inputs, outputs))
+    for tape, inputs, outputs in branches:
+        dy = None
+        for s in reversed(range(k)):
+            with tf.device(stages[s].device):
+                g = tape.gradient(
+                    outputs[s], ([inputs[s]] if s else []) + stages[s].trainable_variables, dy
+                )
+                if s:
+                    dy, g = g[0], g[1:]
+                grads[s] = g if grads[s] is None else _add_lists(grads[s], g)
+    for stage, opt, g in zip(stages, pipeline.optimizers, grads, strict=True):
         with tf.device(stage.device):
-            g = tape.gradient(outputs[s], ([inputs[s]] if s else []) + params, dy)
-            if s:
-                dy, g = g[0], g[1:]
-            pipeline.optimizers[s].apply_gradients(zip(g, params, strict=True))
-    return outputs[-1]
+            opt.apply_gradients(zip(g, stage.trainable_variables, strict=True))
+    return tf.add_n(losses)
+
+
+def _check_split(x, micro_batches) -> None:
+    m = micro_batches
+    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+        raise ValueError(f"micro_batches must be a whole number >= 1, got {m!r}")
+    if x.shape[0] % m:
+        raise ValueError(f"batch of {x.shape[0]} does not split into {m} equal parts")
 
 
 def _add_lists(a, b):
