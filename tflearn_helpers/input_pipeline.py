@@ -60,6 +60,8 @@ def make_pipeline(
     ``tf.data.experimental.AutoShardPolicy``: "file" reads only its files; "data" reads and
     decodes everything, then keeps every ``num_workers``-th image; "off" keeps all.
     ``size`` resizes images; ``with_index`` adds each image's index as a third element.
+    ``parallel=False`` / ``prefetch=False`` also turn off tf.data's automatic versions of
+    them (``map_parallelization``, ``inject_prefetch``), so that each effect can be measured.
     """
     import tensorflow as tf
 
@@ -87,6 +89,11 @@ def make_pipeline(
     if repeat:
         ds = ds.repeat()
     ds = ds.batch(batch_size, drop_remainder=True)
+    # tf.data would otherwise parallelise the map and add a prefetch by itself
+    options = tf.data.Options()
+    options.experimental_optimization.map_parallelization = parallel
+    options.experimental_optimization.inject_prefetch = prefetch
+    ds = ds.with_options(options)
     return ds.prefetch(tf.data.AUTOTUNE) if prefetch else ds
 
 
