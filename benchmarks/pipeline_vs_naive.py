@@ -9,11 +9,13 @@ throughput ratio against naive, and the measured idle share of the two devices a
 
     python benchmarks/pipeline_vs_naive.py                   # 32x32 images, batch 16, 2 CPUs
     python benchmarks/pipeline_vs_naive.py --image 64 --batch 32 --steps 6
+    python benchmarks/pipeline_vs_naive.py --intra-op-threads 1   # one core per stage
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -24,6 +26,13 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=16, help="global batch, divisible by each M")
     parser.add_argument("--steps", type=int, default=4, help="timed steps per setting")
     parser.add_argument("--micro", default="1,2,4,8", help="micro-batch counts to compare")
+    parser.add_argument(
+        "--intra-op-threads",
+        type=int,
+        default=0,
+        help="threads per op (0: TensorFlow's default, all cores); 1 gives each stage about "
+        "one core, like a device of its own",
+    )
     parser.add_argument(
         "--max-graph-micro",
         type=int,
@@ -36,6 +45,9 @@ def main() -> None:
         parser.error("need --image >= 32, --steps >= 1 and a --batch divisible by every M")
 
     from tflearn_helpers import setup_course
+
+    if args.intra_op_threads:  # read by TensorFlow when its runtime starts
+        os.environ["TF_NUM_INTRAOP_THREADS"] = str(args.intra_op_threads)
 
     course = setup_course(devices=2, verbose=False)  # before TensorFlow initialises
     import keras
@@ -66,6 +78,7 @@ def main() -> None:
         f"ResNet-50, {args.image}x{args.image}, batch {args.batch}, K = 2 on {course.devices[:2]}"
     )
     print(f"cut after {cut[0]} (balanced by measured forward time)")
+    print(f"intra-op threads per op: {args.intra_op_threads or 'default (all cores)'}")
 
     graph_micro = [m for m in micro if 1 < m <= args.max_graph_micro]
     t0 = time.perf_counter()
