@@ -41,14 +41,15 @@ def generated_images(
     rng = np.random.default_rng(seed)
     palette = _palette(classes)
     y = rng.integers(0, classes, n).astype(np.int32)
-    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32) / size
-    angles = np.pi * np.arange(classes) / classes
-    phase = rng.uniform(0, 2 * np.pi, (n, 1, 1))
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32) / size  # float32 keeps memory small
+    angles = (np.pi * np.arange(classes) / classes).astype(np.float32)
+    phase = rng.uniform(0, 2 * np.pi, (n, 1, 1)).astype(np.float32)
     along = np.cos(angles[y])[:, None, None] * xx + np.sin(angles[y])[:, None, None] * yy
     stripes = 0.5 + 0.5 * np.sin(2 * np.pi * 4 * along + phase)  # (n, size, size)
-    brightness = rng.uniform(0.7, 1.0, (n, 1, 1, 1))
-    img = brightness * (0.6 * palette[y][:, None, None, :] + 0.4 * stripes[..., None])
-    img = (1 - noise) * img + noise * rng.uniform(0, 1, img.shape)
+    brightness = rng.uniform(0.7, 1.0, (n, 1, 1, 1)).astype(np.float32)
+    colour = palette[y].astype(np.float32)[:, None, None, :]
+    img = brightness * (0.6 * colour + 0.4 * stripes[..., None])
+    img = (1 - noise) * img + noise * rng.random(img.shape, dtype=np.float32)
     x = np.clip(np.round(img * 255), 0, 255).astype(np.uint8)
     return Images(x, y, classes, f"generated ({classes} classes, seed {seed})")
 
