@@ -46,3 +46,14 @@ def test_a_failing_snippet_raises_with_its_error():
 
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         capture_placement_log("1 / 0")
+
+
+def test_each_executed_op_is_counted_once():
+    done = run_python("""
+        from tflearn_helpers import setup_course, placement
+        setup_course(devices=2, verbose=False)
+        import tensorflow as tf
+        counts = placement.compute_op_counts(lambda x: tf.matmul(x, x), tf.ones((2, 2)))
+        assert sum(counts.values()) == 1, counts
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -78,9 +78,9 @@ def op_devices(fn, *args, **kwargs) -> list[tuple[str, str]]:
         metadata = ctx.export_run_metadata()
     finally:
         ctx.disable_run_metadata()
-    graphs = list(metadata.partition_graphs)
-    for function_graph in metadata.function_graphs:
-        graphs.extend(function_graph.partition_graphs)
+    # The same per-device graphs are reported twice, per function and in a flat list.
+    graphs = [g for f in metadata.function_graphs for g in f.partition_graphs]
+    graphs = graphs or list(metadata.partition_graphs)
     return [(node.op, short_device(node.device)) for g in graphs for node in g.node]
 
 
