@@ -1,6 +1,6 @@
 """Multi-worker step time with 1, 2 and 3 worker processes, side by side in one run (lesson 06).
 
-Each size runs ``scripts/multi_worker_train.py --loop custom`` in N processes on this
+Each size runs ``tflearn_helpers/scripts/multi_worker_train.py --loop custom`` in N processes on this
 machine (MultiWorkerMirroredStrategy, one TF_CONFIG each), one size after the other, with
 the same per-worker batch (so the global batch grows with N, as when adding machines).
 It prints the median step time of each size and its ratio to one worker.

@@ -4,7 +4,7 @@ import yaml
 from tflearn_helpers import kubernetes as k8s
 
 CLUSTER = {"chief": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]}
-COMMAND = ["python", "scripts/multi_worker_train.py", "--loop", "fit"]
+COMMAND = ["python", "-m", "tflearn_helpers.scripts.multi_worker_train", "--loop", "fit"]
 
 
 def make(**kwargs):

@@ -1,8 +1,9 @@
 """Watching a multi-worker job from a notebook (taught in lesson 06).
 
-``scripts/multi_worker_train.py`` runs in every worker process and writes one JSON line
-per training step and its final weights; these helpers find that script, read what it
-wrote, wait for it (always with a timeout) and pull the error out of a worker's log.
+``scripts/multi_worker_train.py`` (in this package) runs in every worker process and
+writes one JSON line per training step and its final weights; these helpers find that
+script, read what it wrote, wait for it (always with a timeout) and pull the error out
+of a worker's log.
 """
 
 from __future__ import annotations
@@ -17,14 +18,10 @@ _ERROR_LINE = re.compile(r"^[\w.]*(Error|Exception)\b.*")
 
 
 def script_path() -> Path:
-    """The repository's ``scripts/multi_worker_train.py``."""
-    path = Path(__file__).resolve().parents[1] / "scripts" / "multi_worker_train.py"
-    if not path.exists():
-        raise FileNotFoundError(
-            f"{path} is missing: lesson 06 runs the training script from a clone of the "
-            "course repository (git clone, then pip install -e .)"
-        )
-    return path
+    """The training script every worker runs: ``tflearn_helpers/scripts/multi_worker_train.py``."""
+    from . import scripts
+
+    return scripts.path("multi_worker_train.py")
 
 
 def progress(out, loop: str, task: str = "worker-0") -> list[dict]:

@@ -270,11 +270,10 @@ def run_script(args: list[str], *, timeout: float, env: dict[str, str] | None = 
 
 
 def script_path(name: str) -> Path:
-    """The path of a lesson script in the repository's scripts/ folder."""
-    path = Path(__file__).resolve().parent.parent / "scripts" / name
-    if not path.is_file():
-        raise FileNotFoundError(f"no script {name!r} in {path.parent}")
-    return path
+    """The path of a lesson script (they live in tflearn_helpers/scripts/)."""
+    from . import scripts
+
+    return scripts.path(name)
 
 
 def _check_cluster(cluster) -> None:
