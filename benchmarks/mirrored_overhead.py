@@ -33,6 +33,7 @@ def child(n: int, args) -> dict:
     import keras
     import tensorflow as tf
 
+    from tflearn_helpers.allreduce import time_allreduce
     from tflearn_helpers.data_parallel import make_train_step
     from tflearn_helpers.resnet import resnet
 
@@ -56,8 +57,12 @@ def child(n: int, args) -> dict:
         start = time.perf_counter()
         float(step(next(it)))
         samples.append(time.perf_counter() - start)
+    allreduce_s = 0.0
+    if n > 1:  # the gradient's all-reduce alone, as one tensor (lesson 03's timing)
+        floats = sum(int(tf.size(v)) for v in model.trainable_variables)
+        allreduce_s = time_allreduce(strategy, floats, steps=3).median
     return {"n": n, "kind": course.plan.kind, "onednn": course.onednn, "traced_s": traced,
-            "images_per_s": args.batch / statistics.median(samples)}  # fmt: skip
+            "step_s": statistics.median(samples), "allreduce_s": allreduce_s}  # fmt: skip
 
 
 def main() -> None:
@@ -84,15 +89,17 @@ def main() -> None:
             sys.exit(f"the {n}-device run failed:\n{out.stderr[-2000:]}")
         results[n] = json.loads(lines[-1][len("RESULT ") :])
         print(f"{n} device(s): traced in {results[n]['traced_s']:.0f} s, "
-              f"{results[n]['images_per_s']:.1f} images/s")  # fmt: skip
-    rate = {n: r["images_per_s"] for n, r in results.items()}
+              f"{results[n]['step_s']:.2f} s per step")  # fmt: skip
+    rate = {n: args.batch / r["step_s"] for n, r in results.items()}
     onednn = "on" if results[1]["onednn"] else "off"
     print(f"\nResNet ({args.blocks} blocks), {args.image}x{args.image}, global batch {args.batch}, "
           f"median of {args.steps} steps, {results[1]['kind']}, oneDNN {onednn}")  # fmt: skip
-    print(f"{'devices':>8} {'images/s':>9} {'vs 1 device':>12} {'overhead':>9}")
+    print(f"{'devices':>8} {'images/s':>9} {'vs 1 device':>12} {'overhead':>9} {'all-reduce':>11}")
     for n in counts:
         ratio = rate[n] / rate[1]
-        print(f"{n:>8} {rate[n]:>9.1f} {ratio:>11.2f}x {1 - ratio:>9.0%}")
+        share = results[n]["allreduce_s"] / results[n]["step_s"]
+        print(f"{n:>8} {rate[n]:>9.1f} {ratio:>11.2f}x {1 - ratio:>9.0%} {share:>11.0%}")
+    print("(all-reduce: time to all-reduce the gradient's size alone, as a share of a step)")
     worst = max(1 - rate[n] / rate[1] for n in counts)
     verdict = "within" if worst < 0.15 else "above"
     print(f"largest overhead: {worst:.0%} ({verdict} the 15 % goal)")
