@@ -16,10 +16,15 @@ RESNET50_PARAMS = 25_557_032
 def file_sharded_pipeline(fn):
     if not callable(fn):
         return "pass the function itself, not a dataset it made"
+    with tempfile.TemporaryDirectory() as directory:
+        return _check_shards(fn, directory)
+
+
+def _check_shards(fn, directory: str):
     from ..data import generated_images
     from ..input_pipeline import write_shards
 
-    files = write_shards(generated_images(48, 32, seed=7), tempfile.mkdtemp(), shards=8)
+    files = write_shards(generated_images(48, 32, seed=7), directory, shards=8)
     workers, batch = 4, 2
     seen = []
     for w in range(workers):
@@ -49,10 +54,14 @@ def file_sharded_pipeline(fn):
 def resume_from_checkpoint(fn):
     if not callable(fn):
         return "pass the function itself, not its result"
+    with tempfile.TemporaryDirectory() as directory:
+        return _check_resume(fn, directory)
+
+
+def _check_resume(fn, directory: str):
     import keras
     import tensorflow as tf
 
-    directory = tempfile.mkdtemp()
     model, optimizer = _tiny(keras)
     ckpt = tf.train.Checkpoint(model=model, optimizer=optimizer)
     manager = tf.train.CheckpointManager(ckpt, directory, max_to_keep=3)
