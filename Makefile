@@ -31,7 +31,8 @@ $(LEGACY)/.installed: requirements/legacy.txt $(VENV)/.installed
 	@touch $@
 
 test: env legacy-env
-	@echo "== unit tests, then every notebook and solution under nbval at smoke scale"
+	@echo "== lint (ruff), unit tests, then every notebook and solution under nbval at smoke scale"
+	$(BIN)/ruff format --check . && $(BIN)/ruff check .
 	TFLEARN_SCALE=smoke $(BIN)/python -m pytest -q tests notebooks solutions \
 		--nbval-lax --nbval-cell-timeout=900 --durations=0 -p no:randomly
 

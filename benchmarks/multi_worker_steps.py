@@ -1,8 +1,9 @@
 """Multi-worker step time with 1, 2 and 3 worker processes, side by side in one run (lesson 06).
 
-Each size runs ``tflearn_helpers/scripts/multi_worker_train.py --loop custom`` in N processes on this
-machine (MultiWorkerMirroredStrategy, one TF_CONFIG each), one size after the other, with
-the same per-worker batch (so the global batch grows with N, as when adding machines).
+Each size runs ``scripts/multi_worker_train.py --loop custom`` (in tflearn_helpers) in N
+processes on this machine (MultiWorkerMirroredStrategy, one TF_CONFIG each), one size after
+the other, with the same per-worker batch (so the global batch grows with N, as when
+adding machines).
 It prints the median step time of each size and its ratio to one worker.
 
 The workers run on the CPU (processes sharing one GPU would compete for its memory, and
