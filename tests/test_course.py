@@ -21,7 +21,10 @@ def test_runner_reports_status_time_headlines_and_failing_cell(tmp_path, monkeyp
     src = tmp_path / "notebooks"
     src.mkdir()
     _notebook(
-        src / "10_ok.ipynb", "from tflearn_helpers.report import headline", "headline('answer', 42)"
+        src / "10_ok.ipynb",
+        "from tflearn_helpers.report import headline",
+        "# NBVAL_RAISES_EXCEPTION\nraise KeyError('expected: not a failure')",
+        "headline('answer', 42)",
     )
     _notebook(src / "11_bad.ipynb", "x = 1", "raise ValueError('broken on purpose')", "y = 2")
     monkeypatch.setattr(course, "ROOT", tmp_path)
@@ -31,6 +34,7 @@ def test_runner_reports_status_time_headlines_and_failing_cell(tmp_path, monkeyp
     ok, bad = summary["notebooks/10_ok.ipynb"], summary["notebooks/11_bad.ipynb"]
     assert ok["status"] == "passed" and ok["headlines"] == [{"label": "answer", "value": "42"}]
     assert bad["status"] == "failed" and bad["cell"] == 1 and "broken on purpose" in bad["error"]
+    # a cell marked for nbval as expected to raise is not a failure
     index = (tmp_path / "build/index.html").read_text()
     assert "10_ok.ipynb" in index and "failed at cell 1" in index and "answer: 42" in index
     assert (tmp_path / "build/notebooks/10_ok.html").exists()
