@@ -147,11 +147,12 @@ def _index_html(results: list[dict], scale: str | None) -> str:
         )
     total = sum(r["seconds"] for r in results)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    profile = scale or "default (gpu with a GPU, else cpu)"
     return (
         "<!doctype html><meta charset='utf-8'><title>tflearn: the executed course</title>"
         "<style>body{font-family:sans-serif;margin:2em}td,th{border:1px solid #ccc;"
         "padding:.4em;vertical-align:top}table{border-collapse:collapse}</style>"
-        f"<h1>tflearn: the executed course</h1><p>Scale profile: {html.escape(scale or 'default')}"
+        f"<h1>tflearn: the executed course</h1><p>Scale profile: {html.escape(profile)}"
         f" · executed {when} · total {total:.0f} s</p>"
         "<table><tr><th>notebook</th><th>status</th><th>time</th><th>headline figures</th>"
         "<th>left running</th></tr>" + "".join(rows) + "</table>"
