@@ -18,6 +18,7 @@ from tflearn_helpers import leftovers
 _before: dict[str, leftovers.Snapshot] = {}
 _started: dict[str, float] = {}
 _seconds: dict[str, float] = {}
+_scale_at_start: list[str | None] = []
 
 
 def _notebook(item) -> str | None:
@@ -25,8 +26,14 @@ def _notebook(item) -> str | None:
     return path if path.endswith(".ipynb") else None
 
 
+def pytest_sessionstart(session):
+    _scale_at_start.append(os.environ.get("TFLEARN_SCALE"))
+
+
 def pytest_runtest_setup(item):
     nb = _notebook(item)
+    if nb and os.environ.get("TFLEARN_SCALE") != _scale_at_start[0]:
+        pytest.fail(f"a test changed TFLEARN_SCALE to {os.environ.get('TFLEARN_SCALE')!r}")
     if nb and nb not in _before:
         _before[nb] = leftovers.snapshot()
         _started[nb] = time.monotonic()

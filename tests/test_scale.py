@@ -24,6 +24,8 @@ def test_unknown_profile_names_the_choices(monkeypatch):
 
 def test_pick_follows_the_current_profile(monkeypatch):
     monkeypatch.setattr(scale, "_current", None)
+    # set_current exports the profile; let monkeypatch restore it for the notebooks that follow
+    monkeypatch.setenv("TFLEARN_SCALE", "smoke")
     scale.set_current("smoke")
     assert scale.pick(smoke=1, cpu=2, gpu=3) == 1
     assert scale.current() == "smoke"
