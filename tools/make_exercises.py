@@ -17,8 +17,7 @@ import copy
 import re
 import sys
 
-import nbformat
-from nbtools import ROOT, read, stamp, write
+from nbtools import ROOT, nbformat, read, stamp, write
 
 _MD_REGION = re.compile(r"<!-- BEGIN SOLUTION -->.*?<!-- END SOLUTION -->\n?", re.S)
 

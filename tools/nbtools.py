@@ -3,12 +3,20 @@ and the notebook contract (../shared/COURSE_DESIGN.md, "Notebook contract")."""
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from pathlib import Path
 
-import nbformat
-
 ROOT = Path(__file__).resolve().parents[1]
+
+try:
+    import nbformat
+except ModuleNotFoundError:  # run by a Python without the course's packages (a git hook)
+    venv_python = ROOT / ".venv" / "bin" / "python"
+    if not venv_python.exists() or Path(sys.executable) == venv_python:
+        raise SystemExit("nbformat is missing: run `make env`, then use .venv/bin/python") from None
+    os.execv(venv_python, [str(venv_python), *sys.argv])
 COURSE_DIRS = ("notebooks", "solutions", "exercises")
 COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 _BADGE_RE = re.compile(r"\[!\[Open In Colab\]\([^)]*\)\]\(([^)]*)\)")
