@@ -34,3 +34,31 @@ def test_unknown_ids_are_clear():
         checks.check("three", 1)
     with pytest.raises(KeyError, match="lesson 97"):
         checks.check("97.1", 1)
+
+
+def stub_fn(x):
+    # YOUR CODE HERE
+    ...
+
+
+def stub_returning_none(strategy, x):
+    """Docstrings do not count as an answer."""
+    return None  # build the dataset here
+
+
+def written_fn(x):
+    return x + 1
+
+
+def test_stubs_are_not_attempted_and_written_code_is(registry, capsys):
+    for stub in (..., None, stub_fn, stub_returning_none, {"a": 1, "b": ...}, [1, ...]):
+        assert not checks.attempted(stub), stub
+        assert checks.check("98.1", stub).status == checks.NOT_ATTEMPTED
+    for answer in (0, written_fn, {"a": 1}, (1, 2), lambda x: x):
+        assert checks.attempted(answer), answer
+
+
+def test_ready_guards_a_cell_until_the_answer_is_written(capsys):
+    assert not checks.ready("98.1", written_fn, stub_fn)
+    assert "waiting" in capsys.readouterr().out
+    assert checks.ready("98.1", written_fn, 3)

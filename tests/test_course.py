@@ -22,19 +22,24 @@ def test_runner_reports_status_time_headlines_and_failing_cell(tmp_path, monkeyp
     src.mkdir()
     _notebook(
         src / "10_ok.ipynb",
-        "from tflearn_helpers.report import headline",
-        "# NBVAL_RAISES_EXCEPTION\nraise KeyError('expected: not a failure')",
+        "from tflearn_helpers.report import expect_error, headline",
+        "with expect_error(KeyError):\n    raise KeyError('shown, not a failure')",
         "headline('answer', 42)",
     )
-    _notebook(src / "11_bad.ipynb", "x = 1", "raise ValueError('broken on purpose')", "y = 2")
+    # Run All semantics: a cell that raises stops the notebook, nbval's marker or not
+    _notebook(
+        src / "11_bad.ipynb",
+        "x = 1",
+        "# NBVAL_RAISES_EXCEPTION\nraise ValueError('broken')",
+        "y = 2",
+    )
     monkeypatch.setattr(course, "ROOT", tmp_path)
     code = course.run_course(str(tmp_path / "build"), cell_timeout=120)
     assert code == 1  # one notebook failed, and the runner says so
     summary = {r["notebook"]: r for r in json.loads((tmp_path / "build/summary.json").read_text())}
     ok, bad = summary["notebooks/10_ok.ipynb"], summary["notebooks/11_bad.ipynb"]
     assert ok["status"] == "passed" and ok["headlines"] == [{"label": "answer", "value": "42"}]
-    assert bad["status"] == "failed" and bad["cell"] == 1 and "broken on purpose" in bad["error"]
-    # a cell marked for nbval as expected to raise is not a failure
+    assert bad["status"] == "failed" and bad["cell"] == 1 and "broken" in bad["error"]
     index = (tmp_path / "build/index.html").read_text()
     assert "10_ok.ipynb" in index and "failed at cell 1" in index and "answer: 42" in index
     assert (tmp_path / "build/notebooks/10_ok.html").exists()

@@ -43,3 +43,19 @@ def test_recorded_prefix_reads_only_matching_keys(tmp_path, monkeypatch):
     assert list(found) == ["02.a", "02.b"] and found["02.b"]["value"] == 2.0
     with pytest.raises(TypeError, match="prefix"):
         report.recorded_prefix(None)
+
+
+def test_expect_error_catches_prints_and_asserts_the_type(capsys):
+    with report.expect_error(ValueError, KeyError) as caught:
+        raise KeyError("no such device")
+    assert isinstance(caught.error, KeyError)
+    assert "KeyError" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match="without error"):
+        with report.expect_error(ValueError):
+            pass
+    with pytest.raises(ZeroDivisionError):  # another error is a real failure
+        with report.expect_error(ValueError):
+            raise ZeroDivisionError("a different failure")
+    with pytest.raises(TypeError):
+        with report.expect_error():
+            pass

@@ -4,11 +4,19 @@ Each lesson's checks live in ``exercise_checks/lessonNN.py`` and register themse
 ``@exercise("NN.k")``. A check receives the learner's answer and returns ``None`` when it
 is right, or a hint (a string) when it is wrong; it must not put the expected answer in
 the hint. In a notebook: ``check("00.1", my_answer)``.
+
+Unfilled exercises must run to the end under "Run All": an answer still holding the
+stub (``...``, ``None``, or a function whose body is only ``...``/``pass``/``return None``)
+is *not attempted*, never *wrong*, and a cell that needs the answer guards itself with
+``if ready("03.2", make_step): ...``.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
+import textwrap
 from dataclasses import dataclass
 
 _REGISTRY: dict[str, object] = {}
@@ -50,10 +58,48 @@ def check(exercise_id: str, answer, *extra) -> CheckResult:
     return result
 
 
+def attempted(answer) -> bool:
+    """False while ``answer`` is still the exercise's stub (see the module docstring)."""
+    if answer is ... or answer is None:
+        return False
+    if isinstance(answer, dict):
+        return all(attempted(v) for v in answer.values())
+    if isinstance(answer, list | tuple):
+        return all(attempted(v) for v in answer)
+    if inspect.isfunction(answer):
+        return not _stub_body(answer)
+    return True
+
+
+def ready(exercise_id: str, *answers) -> bool:
+    """True when every answer is attempted; otherwise say the cell waits for them."""
+    if all(attempted(a) for a in answers):
+        return True
+    print(f"[waiting] exercise {exercise_id}: this cell runs once you have written your answer.")
+    return False
+
+
+def _stub_body(fn) -> bool:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False  # no source to read (a lambda in a string, a built-in): assume written
+    body = tree.body[0].body if tree.body and hasattr(tree.body[0], "body") else []
+    for i, node in enumerate(body):
+        docstring = i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        ellipsis = isinstance(node, ast.Expr) and getattr(node.value, "value", 0) is ...
+        returns_none = isinstance(node, ast.Return) and (
+            node.value is None or getattr(node.value, "value", 0) is None
+        )
+        if not (docstring or ellipsis or returns_none or isinstance(node, ast.Pass)):
+            return False
+    return True
+
+
 def _evaluate(exercise_id: str, answer, *extra) -> CheckResult:
     fn = _lookup(exercise_id)
-    if answer is ... or answer is None:
-        return CheckResult(exercise_id, NOT_ATTEMPTED, "replace the `...` with your answer.")
+    if not attempted(answer):
+        return CheckResult(exercise_id, NOT_ATTEMPTED, "replace each `...` with your answer.")
     try:
         hint = fn(answer, *extra)
     except Exception as err:  # a learner's answer can fail in any way; say how

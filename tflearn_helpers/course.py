@@ -62,7 +62,6 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
     headlines.unlink(missing_ok=True)
     os.environ[HEADLINES_ENV] = str(headlines)
     kernel = nb.metadata.get("kernelspec", {}).get("name", "python3")
-    _mark_expected_errors(nb)
     code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
 
     def progress(cell, cell_index, execute_reply=None):
@@ -85,14 +84,7 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
         client.execute()
         result["status"] = "passed"
     except (CellExecutionError, CellTimeoutError) as err:
-        failing = next(
-            (
-                i
-                for i, c in enumerate(nb.cells)
-                if _errored(c) and "raises-exception" not in c.metadata.get("tags", [])
-            ),
-            None,
-        )
+        failing = next((i for i, c in enumerate(nb.cells) if _errored(c)), None)
         result.update(status="failed", cell=failing, error=str(err).strip().splitlines()[-1])
     except Exception as err:  # a kernel that cannot start, a dead kernel: record, go on
         result.update(status="failed", cell=None, error=f"{type(err).__name__}: {err}")
@@ -108,16 +100,6 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
     (out_dir / f"{path.stem}.html").write_text(body)
     result["html"] = f"{path.parent.name}/{path.stem}.html"
     return result
-
-
-def _mark_expected_errors(nb) -> None:
-    """Cells that nbval expects to raise (``# NBVAL_RAISES_EXCEPTION``) get the tag with
-    which nbclient lets them raise and goes on."""
-    for cell in nb.cells:
-        if cell.cell_type == "code" and cell.source.lstrip().startswith("# NBVAL_RAISES_EXCEPTION"):
-            tags = cell.metadata.setdefault("tags", [])
-            if "raises-exception" not in tags:
-                tags.append("raises-exception")
 
 
 def _errored(cell) -> bool:

@@ -11,6 +11,7 @@ table reads what lessons 02-05 measured on this machine) in ``$TFLEARN_RESULTS``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -47,6 +48,34 @@ def headline(label: str, value, unit: str = "") -> None:
     if path:
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps({"label": label, "value": text}) + "\n")
+
+
+class ExpectedError:
+    """What :func:`expect_error` caught: ``.error`` is the exception itself."""
+
+    error: BaseException | None = None
+
+
+@contextlib.contextmanager
+def expect_error(*types: type[BaseException]):
+    """Run a block that a lesson shows failing: print the error, assert its type.
+
+    Run All (Colab, VS Code, JupyterLab) stops at the first cell that raises, so a lesson
+    demonstrates an error inside ``with expect_error(SomeError):``. The expected error is
+    caught and printed; another error propagates; no error at all fails the cell.
+    """
+    if not types:
+        raise TypeError("name the error the block should raise, e.g. expect_error(ValueError)")
+    caught = ExpectedError()
+    try:
+        yield caught
+    except types as err:
+        caught.error = err
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        print(f"raised, as expected: {type(err).__name__}: {first}")
+    else:
+        names = " or ".join(t.__name__ for t in types)
+        raise AssertionError(f"expected {names}, but the block ran without error")
 
 
 def results_path() -> Path:

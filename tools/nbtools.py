@@ -100,6 +100,14 @@ def contract_problems(path: Path) -> list[str]:
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count")):
             problems.append(f"cell {i} has outputs: commit notebooks clean")
+        if cell.cell_type == "code" and (
+            "NBVAL_RAISES_EXCEPTION" in cell.source
+            or "raises-exception" in cell.metadata.get("tags", [])
+        ):
+            problems.append(
+                f"cell {i} is meant to raise: Run All stops there in Colab, VS Code and nbclient;"
+                " show the error with report.expect_error instead"
+            )
     return problems
 
 
