@@ -33,8 +33,7 @@ def test_runner_reports_status_time_headlines_and_failing_cell(tmp_path, monkeyp
         "# NBVAL_RAISES_EXCEPTION\nraise ValueError('broken')",
         "y = 2",
     )
-    monkeypatch.setattr(course, "ROOT", tmp_path)
-    code = course.run_course(str(tmp_path / "build"), cell_timeout=120)
+    code = course.run_course(str(tmp_path / "build"), root=tmp_path, cell_timeout=120)
     assert code == 1  # one notebook failed, and the runner says so
     summary = {r["notebook"]: r for r in json.loads((tmp_path / "build/summary.json").read_text())}
     ok, bad = summary["notebooks/10_ok.ipynb"], summary["notebooks/11_bad.ipynb"]
@@ -43,3 +42,29 @@ def test_runner_reports_status_time_headlines_and_failing_cell(tmp_path, monkeyp
     index = (tmp_path / "build/index.html").read_text()
     assert "10_ok.ipynb" in index and "failed at cell 1" in index and "answer: 42" in index
     assert (tmp_path / "build/notebooks/10_ok.html").exists()
+
+
+def test_runner_picks_folders_skips_excluded_and_fails_on_leftovers(tmp_path, capsys):
+    for folder in ("solutions", "exercises"):
+        (tmp_path / folder).mkdir()
+    _notebook(tmp_path / "solutions/20_x.ipynb", "x = 1")
+    _notebook(tmp_path / "solutions/21_legacy.ipynb", "raise RuntimeError('not run')")
+    sleeper = (  # its own session: the kernel's shutdown does not take it down
+        "import subprocess, sys\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+        " start_new_session=True)"
+    )
+    _notebook(tmp_path / "exercises/22_leaks.ipynb", sleeper)
+    code = course.run_course(
+        str(tmp_path / "build"),
+        root=tmp_path,
+        folders=("solutions", "exercises"),
+        exclude=("legacy",),
+        cell_timeout=120,
+    )
+    summary = {r["notebook"]: r for r in json.loads((tmp_path / "build/summary.json").read_text())}
+    assert sorted(summary) == ["exercises/22_leaks.ipynb", "solutions/20_x.ipynb"]
+    assert summary["solutions/20_x.ipynb"]["status"] == "passed"
+    leak = summary["exercises/22_leaks.ipynb"]
+    assert code == 1 and leak["status"] == "failed" and leak["left_running"]
+    assert "run all: 1 passed, 1 failed" in capsys.readouterr().out

@@ -16,7 +16,13 @@ def main(argv: list[str] | None = None) -> int:
     course.add_argument("--out", default="build", help="output folder (default: build)")
     course.add_argument("--scale", choices=("smoke", "cpu", "gpu"), help="scale profile")
     course.add_argument("--only", default="", help="run notebooks whose name contains this")
-    course.add_argument("--solutions", action="store_true", help="also run solutions/")
+    course.add_argument(
+        "--folders",
+        default="notebooks",
+        help="comma-separated: notebooks, solutions, exercises (default: notebooks)",
+    )
+    course.add_argument("--exclude", default="", help="comma-separated name parts to skip")
+    course.add_argument("--root", help="folder holding notebooks/ (default: the course's)")
     course.add_argument("--cell-timeout", type=float, default=1800, help="seconds per cell")
     args = parser.parse_args(argv)
     if args.command == "doctor":
@@ -29,7 +35,9 @@ def main(argv: list[str] | None = None) -> int:
         args.out,
         scale=args.scale,
         only=args.only,
-        solutions=args.solutions,
+        folders=tuple(f for f in args.folders.split(",") if f),
+        exclude=tuple(x for x in args.exclude.split(",") if x),
+        root=args.root,
         cell_timeout=args.cell_timeout,
     )
 

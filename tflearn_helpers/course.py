@@ -17,24 +17,42 @@ from pathlib import Path
 from . import leftovers
 from .report import HEADLINES_ENV
 
-ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = ("notebooks", "solutions", "exercises")
+
+
+def course_root() -> Path:
+    """The folder holding notebooks/: the repository, or (installed from a wheel, as on
+    Colab) the current directory."""
+    repo = Path(__file__).resolve().parents[1]
+    return repo if (repo / "notebooks").is_dir() else Path.cwd()
 
 
 def run_course(
     out: str = "build",
     scale: str | None = None,
     only: str = "",
-    solutions: bool = False,
+    folders: tuple[str, ...] = ("notebooks",),
+    exclude: tuple[str, ...] = (),
+    root: Path | None = None,
     cell_timeout: float = 1800,
 ) -> int:
+    """Execute notebooks with Run All semantics (the first cell that raises stops one)."""
+    root = Path(root) if root else course_root()
     out_dir = Path(out).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     if scale:
         os.environ["TFLEARN_SCALE"] = scale
-    folders = ["notebooks"] + (["solutions"] if solutions else [])
-    paths = [p for f in folders for p in sorted((ROOT / f).glob("*.ipynb")) if only in p.name]
+    unknown = set(folders) - set(FOLDERS)
+    if unknown:
+        raise ValueError(f"unknown folders {sorted(unknown)}; choose from {FOLDERS}")
+    paths = [
+        p
+        for f in folders
+        for p in sorted((root / f).glob("*.ipynb"))
+        if only in p.name and not any(x in p.name for x in exclude)
+    ]
     if not paths:
-        print(f"no notebooks match {only!r}")
+        print(f"no notebooks under {root} match {only!r} in {', '.join(folders)}")
         return 1
     results = []
     for i, path in enumerate(paths, 1):
@@ -45,8 +63,30 @@ def run_course(
     (out_dir / "summary.json").write_text(json.dumps(results, indent=1))
     (out_dir / "index.html").write_text(_index_html(results, os.environ.get("TFLEARN_SCALE")))
     failed = [r for r in results if r["status"] != "passed"]
-    print(f"{len(results) - len(failed)} passed, {len(failed)} failed -> {out_dir / 'index.html'}")
+    print(_time_table(results))
+    print(f"run all: {len(results) - len(failed)} passed, {len(failed)} failed")
+    print(f"summary page: {out_dir / 'index.html'}")
     return 1 if failed else 0
+
+
+def _time_table(results: list[dict]) -> str:
+    import platform
+
+    from .report import format_table
+
+    stack = f"Python {platform.python_version()}, TensorFlow {_version('tensorflow')}"
+    stack += f", Keras {_version('keras')}"
+    rows = [(r["notebook"], r["status"], f"{r['seconds']:.0f} s") for r in results]
+    return f"{stack}\n" + format_table(rows, ("notebook", "status", "time"))
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
 
 
 def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
@@ -94,6 +134,8 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
     result["left_running"] = leftovers.leftovers(before)
     if result["left_running"]:
         leftovers.kill(before)
+        if result["status"] == "passed":  # the course promises nothing is left running
+            result.update(status="failed", cell=None, error="left processes or ports behind")
     result["headlines"] = _read_jsonl(headlines)
     nbformat.write(nb, str(out_dir / path.name))
     body, _ = HTMLExporter().from_notebook_node(nb)
