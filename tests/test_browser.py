@@ -45,7 +45,9 @@ def lab(tmp_path_factory):
         shutil.copytree(ROOT / folder, home / folder)
     settings = home / "settings" / "@jupyterlab" / "notebook-extension"
     settings.mkdir(parents=True)  # render every cell, so the DOM holds the whole notebook
-    (settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    (settings / "tracker.jupyterlab-settings").write_text(
+        '{"windowingMode": "none", "autoStartDefaultKernel": true}'
+    )
     port, token = portpicker.pick_unused_port(), uuid.uuid4().hex
     env = dict(os.environ, TFLEARN_SCALE="smoke", JUPYTERLAB_SETTINGS_DIR=str(home / "settings"))
     server = subprocess.Popen(
@@ -98,7 +100,7 @@ def test_run_all_cells_in_jupyterlab(lab, browser, notebook, must_show):
     url, token = lab
     name = Path(notebook).stem + "-" + Path(notebook).parent.name
     browser.get(f"{url}/lab/workspaces/{name}/tree/{notebook}?reset&token={token}")
-    _wait_until(lambda: _idle_kernel(browser), 120)
+    _wait_until(lambda: _accept_dialog(browser) or _idle_kernel(browser), 120)
     _click_menu(browser, "Run", "runmenu:run-all")
     shots = ROOT / "build" / "browser"
     shots.mkdir(parents=True, exist_ok=True)
@@ -121,6 +123,13 @@ def _click_menu(browser, menu: str, command: str) -> None:
     next(i for i in items if i.text.strip() == menu).click()
     _wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, f"[data-command='{command}']"), 10)
     browser.find_element(By.CSS_SELECTOR, f"[data-command='{command}']").click()
+
+
+def _accept_dialog(browser) -> bool:
+    """Say yes to a dialog such as "Select Kernel" (False: none was open)."""
+    for button in browser.find_elements(By.CSS_SELECTOR, ".jp-Dialog .jp-mod-accept"):
+        button.click()
+    return False
 
 
 def _prompts(browser) -> list[str]:

@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, field
 
 from . import scale as scale_mod
+from . import startup_noise
 from .devices import DEFAULT_GPU_MEMORY_MB, DevicePlan, apply_plan, plan_devices
 from .report import format_table
 
@@ -95,16 +96,17 @@ def setup_course(
     log_placement: log every op's device (TensorFlow honours it only before its first op).
     """
     _set_import_time_env(legacy_keras, onednn)
-    import tensorflow as tf
+    with startup_noise.filtered():  # loading TensorFlow and its devices prints noise
+        import tensorflow as tf
 
-    gpus = tf.config.list_physical_devices("GPU")
-    if log_placement:
-        tf.debugging.set_log_device_placement(True)
-    profile = scale_mod.resolve(scale, has_gpu=bool(gpus))
-    scale_mod.set_current(profile)
-    plan = plan_devices(devices, len(gpus))
-    apply_plan(plan, gpu_memory_mb)
-    names = [d.name for d in tf.config.list_logical_devices(plan.kind)]
+        gpus = tf.config.list_physical_devices("GPU")
+        if log_placement:
+            tf.debugging.set_log_device_placement(True)
+        profile = scale_mod.resolve(scale, has_gpu=bool(gpus))
+        scale_mod.set_current(profile)
+        plan = plan_devices(devices, len(gpus))
+        apply_plan(plan, gpu_memory_mb)
+        names = [d.name for d in tf.config.list_logical_devices(plan.kind)]
     env = CourseEnv(
         tf_version=tf.__version__,
         keras_version=_keras_version(legacy_keras),
