@@ -23,3 +23,10 @@ def test_descriptor_2_is_restored_even_when_the_block_fails(capfd):
     os.write(2, b"after the block\n")
     err = capfd.readouterr().err
     assert "kept before the failure" in err and "after the block" in err
+
+
+def test_to_terminal_is_heard_from_inside_a_filtered_block(capfd):
+    with startup_noise.filtered():
+        startup_noise.to_terminal("FAIL  a watchdog gave up\n")
+        os.write(2, b"failed call to cuInit\n")
+    assert capfd.readouterr().err == "FAIL  a watchdog gave up\n"

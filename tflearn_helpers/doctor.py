@@ -16,6 +16,8 @@ import sys
 import threading
 import time
 
+from . import startup_noise
+
 
 class CheckFailed(RuntimeError):
     pass
@@ -99,10 +101,8 @@ def _legacy_kernel() -> str:
 
 
 def _give_up(timeout: float) -> None:
-    print(
+    startup_noise.to_terminal(
         f"FAIL  a check did not finish within {timeout:.0f} s: this machine is stuck or "
-        "far too slow for the course (see lesson 00).",
-        file=sys.stderr,
-        flush=True,
+        "far too slow for the course (see lesson 00).\n"
     )
     os._exit(2)

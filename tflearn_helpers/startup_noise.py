@@ -35,17 +35,22 @@ NOISE = re.compile(
 )
 
 
+_real_stderr: list[int] = []  # the caught descriptor 2 of each active block, innermost last
+
+
 @contextlib.contextmanager
 def filtered(noise: re.Pattern = NOISE):
     """Run a block with descriptor 2 caught; afterwards print what was not ``noise``."""
     sys.stderr.flush()
     saved = os.dup(2)
+    _real_stderr.append(saved)
     with tempfile.TemporaryFile() as caught:
         os.dup2(caught.fileno(), 2)
         try:
             yield
         finally:
             os.dup2(saved, 2)
+            _real_stderr.remove(saved)
             os.close(saved)
             caught.seek(0)
             kept = [
@@ -55,3 +60,10 @@ def filtered(noise: re.Pattern = NOISE):
             ]
             sys.stderr.write("".join(kept))
             sys.stderr.flush()
+
+
+def to_terminal(text: str) -> None:
+    """Write to the real standard error now, even from inside a ``filtered`` block (a
+    watchdog that gives up while TensorFlow loads must still be heard)."""
+    sys.stderr.flush()
+    os.write(_real_stderr[0] if _real_stderr else 2, text.encode())
