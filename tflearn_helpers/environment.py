@@ -1,7 +1,7 @@
 """The setup cell of every notebook: ``setup_course(...)`` (taught in lesson 00).
 
 It sets the environment variables TensorFlow reads at import (log level, oneDNN, legacy
-Keras), then imports TensorFlow, creates the simulated devices a lesson needs and prints
+Keras, the CPU allocator), then imports TensorFlow, creates the simulated devices a lesson needs and prints
 what the learner has.
 """
 
@@ -139,6 +139,9 @@ def _set_import_time_env(legacy_keras: bool, onednn: bool | None) -> None:
     elif ONEDNN_ENV not in os.environ and course_onednn_default():
         wanted[ONEDNN_ENV] = "1"  # elsewhere TensorFlow's own default stands
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # CPU memory statistics (get_memory_info) for the memory model, also with oneDNN off;
+    # benchmarks/memory_vs_model.py measured no consistent slowdown from it
+    os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
     if "tensorflow" in sys.modules:
         changed = [k for k, v in wanted.items() if os.environ.get(k, "0") != v]
         if changed:
