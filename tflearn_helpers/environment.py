@@ -1,8 +1,8 @@
 """The setup cell of every notebook: ``setup_course(...)`` (taught in lesson 00).
 
 It sets the environment variables TensorFlow reads at import (log level, oneDNN, legacy
-Keras, the CPU allocator), then imports TensorFlow, creates the simulated devices a lesson needs and prints
-what the learner has.
+Keras, the CPU allocator), then imports TensorFlow, creates the simulated devices a lesson
+needs and prints what the learner has.
 """
 
 from __future__ import annotations
