@@ -1,0 +1,91 @@
+"""Predicted vs measured peak memory of a compiled training step, and the allocator's cost.
+
+Each measurement runs in a fresh process (``tflearn_helpers.memory_probe``) with
+``TF_CPU_ALLOCATOR_USE_BFC=true``, so ``get_memory_info('CPU:0')`` reports and every run
+starts from a clean allocator. The prediction is ``memory.one_device`` on the same model.
+Then the same training step is timed with the BFC allocator on and off, side by side
+(each pinned to a core of its own when there are two), and the ratio printed.
+
+    python benchmarks/memory_vs_model.py [--tolerance 0.3] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+
+from tflearn_helpers import memory
+from tflearn_helpers.memory_probe import measure, result
+from tflearn_helpers.report import print_table
+
+CASES = [
+    ("resnet50", 64, 8, "float32"),
+    ("resnet50", 64, 16, "float32"),
+    ("resnet50", 64, 32, "float32"),
+    ("resnet50", 64, 16, "mixed_float16"),
+    ("resnet50", 64, 32, "mixed_float16"),
+    ("small", 64, 32, "float32"),
+    ("small", 64, 128, "float32"),
+]
+
+
+def predicted(model: str, image: int, batch: int, policy: str) -> memory.Footprint:
+    import keras
+
+    from tflearn_helpers.cpu_speed import build_model
+
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        return memory.one_device(memory.profile(build_model(model, image)), batch, "adam")
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+def sweep(cases) -> list[tuple]:
+    rows = []
+    for model, image, batch, policy in cases:
+        probe = result(measure(batch, model, image, policy))  # one at a time: clean peaks
+        guess = predicted(model, image, batch, policy).total
+        rows.append((model, image, batch, policy, guess, probe.peak))
+    return rows
+
+
+def bfc_speed(batch: int, steps: int) -> tuple[float, float]:
+    """Median step seconds with the BFC allocator on and off, side by side when 2 cores."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(cores) >= 2:
+        procs = [measure(batch, steps=steps, bfc=b, core=c) for b, c in zip((True, False), cores)]
+        probes = [result(p) for p in procs]
+    else:
+        probes = [result(measure(batch, steps=steps, bfc=b)) for b in (True, False)]
+    return tuple(statistics.median(p.step_seconds) for p in probes)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tolerance", type=float, default=0.3)
+    parser.add_argument("--quick", action="store_true", help="3 ResNet-50 cases only")
+    parser.add_argument("--steps", type=int, default=5, help="timed steps per allocator")
+    args = parser.parse_args()
+    rows = sweep(CASES[:3] if args.quick else CASES)
+    mib = memory.MiB
+    print("compiled step (tf.function), Adam, CPU with TF_CPU_ALLOCATOR_USE_BFC=true:")
+    print_table(
+        [(m, f"{i}x{i}", b, p, f"{g / mib:,.0f}", f"{peak / mib:,.0f}", f"{g / peak:.2f}")
+         for m, i, b, p, g, peak in rows],
+        ("model", "image", "batch", "dtype policy", "model MiB", "measured MiB", "model/measured"),
+    )  # fmt: skip
+    worst = max(abs(g / peak - 1) for *_, g, peak in rows)
+    print(f"largest error: {worst:.0%} (tolerance {args.tolerance:.0%})")
+    with_bfc, without = bfc_speed(16, args.steps)
+    print(
+        f"ResNet-50 64x64 batch 16 step: BFC allocator {with_bfc * 1e3:.0f} ms, default "
+        f"allocator {without * 1e3:.0f} ms; ratio (BFC / default) {with_bfc / without:.2f}"
+    )
+    return 0 if worst <= args.tolerance else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
