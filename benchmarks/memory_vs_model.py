@@ -56,7 +56,10 @@ def bfc_speed(batch: int, steps: int) -> tuple[float, float]:
     """Median step seconds with the BFC allocator on and off, side by side when 2 cores."""
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     if len(cores) >= 2:
-        procs = [measure(batch, steps=steps, bfc=b, core=c) for b, c in zip((True, False), cores)]
+        procs = [
+            measure(batch, steps=steps, bfc=b, core=c)
+            for b, c in zip((True, False), cores[:2], strict=True)
+        ]
         probes = [result(p) for p in procs]
     else:
         probes = [result(measure(batch, steps=steps, bfc=b)) for b in (True, False)]

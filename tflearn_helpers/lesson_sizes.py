@@ -68,9 +68,7 @@ def resnet50(image: int, policy: str = "float32") -> memory.ModelMemory:
 
     keras.mixed_precision.set_global_policy(policy)
     try:
-        model = keras.applications.ResNet50(
-            weights=None, input_shape=(image, image, 3), classes=10
-        )
+        model = keras.applications.ResNet50(weights=None, input_shape=(image, image, 3), classes=10)
         return memory.profile(model)
     finally:
         keras.mixed_precision.set_global_policy("float32")
