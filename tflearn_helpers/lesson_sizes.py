@@ -184,7 +184,7 @@ def fit_on_gpus(lesson: Lesson, shape: GpuShape, profile: str = "gpu") -> Fit:
 def fit_on_shared_memory(lesson: Lesson, devices: int, available: int, profile: str) -> Fit:
     """Logical CPUs share one memory: the lesson fits when all its devices' peaks do."""
     peaks = lesson.peaks(profile, lesson.devices or devices)
-    return Fit(lesson.number, "this machine's RAM", len(peaks), sum(peaks), available, True)
+    return Fit(lesson.number, "RAM, all devices together", len(peaks), sum(peaks), available, True)
 
 
 def rows(fits: list[Fit]) -> list[tuple]:
