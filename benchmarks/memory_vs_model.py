@@ -4,7 +4,9 @@ Each measurement runs in a fresh process (``tflearn_helpers.memory_probe``) with
 ``TF_CPU_ALLOCATOR_USE_BFC=true``, so ``get_memory_info('CPU:0')`` reports and every run
 starts from a clean allocator. The prediction is ``memory.one_device`` on the same model.
 Then the same training step is timed with the BFC allocator on and off, side by side
-(each pinned to a core of its own when there are two), and the ratio printed.
+(each pinned to a core of its own when there are two), and the ratio printed, with oneDNN
+on (the course's CPU setting; its own allocator is the default then) and off (TensorFlow's
+plain CPU allocator is the default then).
 
     python benchmarks/memory_vs_model.py [--tolerance 0.3] [--quick]
 """
@@ -28,6 +30,8 @@ CASES = [
     ("resnet50", 64, 32, "mixed_float16"),
     ("small", 64, 32, "float32"),
     ("small", 64, 128, "float32"),
+    ("resnet50", 224, 8, "float32"),
+    ("resnet50", 224, 16, "float32"),
 ]
 
 
@@ -52,27 +56,27 @@ def sweep(cases) -> list[tuple]:
     return rows
 
 
-def bfc_speed(batch: int, steps: int) -> tuple[float, float]:
+def bfc_speed(batch: int, steps: int, onednn: bool) -> tuple[float, float]:
     """Median step seconds with the BFC allocator on and off, side by side when 2 cores."""
     cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     if len(cores) >= 2:
         procs = [
-            measure(batch, steps=steps, bfc=b, core=c)
+            measure(batch, steps=steps, bfc=b, onednn=onednn, core=c)
             for b, c in zip((True, False), cores[:2], strict=True)
         ]
         probes = [result(p) for p in procs]
     else:
-        probes = [result(measure(batch, steps=steps, bfc=b)) for b in (True, False)]
+        probes = [result(measure(batch, steps=steps, bfc=b, onednn=onednn)) for b in (True, False)]
     return tuple(statistics.median(p.step_seconds) for p in probes)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tolerance", type=float, default=0.3)
-    parser.add_argument("--quick", action="store_true", help="3 ResNet-50 cases only")
+    parser.add_argument("--quick", action="store_true", help="the 64x64 ResNet-50 cases only")
     parser.add_argument("--steps", type=int, default=5, help="timed steps per allocator")
     args = parser.parse_args()
-    rows = sweep(CASES[:3] if args.quick else CASES)
+    rows = sweep(CASES[:3] if args.quick else CASES)  # the first 3: ResNet-50 64x64
     mib = memory.MiB
     print("compiled step (tf.function), Adam, CPU with TF_CPU_ALLOCATOR_USE_BFC=true:")
     print_table(
@@ -82,11 +86,13 @@ def main() -> int:
     )  # fmt: skip
     worst = max(abs(g / peak - 1) for *_, g, peak in rows)
     print(f"largest error: {worst:.0%} (tolerance {args.tolerance:.0%})")
-    with_bfc, without = bfc_speed(16, args.steps)
-    print(
-        f"ResNet-50 64x64 batch 16 step: BFC allocator {with_bfc * 1e3:.0f} ms, default "
-        f"allocator {without * 1e3:.0f} ms; ratio (BFC / default) {with_bfc / without:.2f}"
-    )
+    for onednn in (True, False):
+        with_bfc, without = bfc_speed(16, args.steps, onednn)
+        print(
+            f"ResNet-50 64x64 batch 16 step, oneDNN {'on' if onednn else 'off'}: BFC allocator "
+            f"{with_bfc * 1e3:.0f} ms, default allocator {without * 1e3:.0f} ms; "
+            f"ratio (BFC / default) {with_bfc / without:.2f}"
+        )
     return 0 if worst <= args.tolerance else 1
 
 

@@ -39,3 +39,14 @@ def test_shared_memory_fit_adds_every_device():
     assert fit.devices == 4 and fit.peak == sum(lesson.peaks("smoke", 4))
     assert not fit.fits  # 4 x 12 MiB of matrices in 10 MiB
     assert ls.rows([fit])[0][-1] == "NO"
+
+
+def test_explain_says_peak_limit_and_setting():
+    text = ls.explain("04", 2, 6912)
+    assert "45%" in text and "6,912 MiB" in text and "per-replica batch" in text
+
+
+def test_device_limits():
+    assert ls.device_limit_bytes("GPU", True, 3328, 4) == 3328 * memory.MiB
+    assert 0 < ls.device_limit_bytes("CPU", True, 1024, 4) <= ls.available_ram() // 4 + 2**20
+    assert ls.gpu_memory_mib() is None or ls.gpu_memory_mib() > 0

@@ -98,14 +98,14 @@ def _memory_report(env) -> None:
     from . import lesson_sizes
     from .report import format_table
 
-    gpu_mib = _gpu_memory_mib() if env.plan.kind == "GPU" else None
+    gpu_mib = lesson_sizes.gpu_memory_mib() if env.plan.kind == "GPU" else None
     if gpu_mib:
         shape = lesson_sizes.GpuShape("this machine", env.plan.physical, gpu_mib)
         fits = [
             lesson_sizes.fit_on_gpus(lesson, shape, env.scale) for lesson in lesson_sizes.LESSONS
         ]
     else:
-        ram = _available_ram()
+        ram = lesson_sizes.available_ram()
         fits = [
             lesson_sizes.fit_on_shared_memory(lesson, len(env.devices), ram, env.scale)
             for lesson in lesson_sizes.LESSONS
@@ -118,29 +118,6 @@ def _memory_report(env) -> None:
               f"{', '.join(tight)}")  # fmt: skip
     else:
         print(f"ok    every lesson fits within {lesson_sizes.FRACTION:.0%} of memory")
-
-
-def _gpu_memory_mib() -> int | None:
-    """MiB of the first GPU as nvidia-smi reports it (None without nvidia-smi)."""
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return None
-    query = [smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits"]
-    done = subprocess.run(query, capture_output=True, text=True, timeout=30)
-    lines = done.stdout.split()
-    return int(lines[0]) if done.returncode == 0 and lines else None
-
-
-def _available_ram() -> int:
-    """Bytes of memory available to new work (Linux MemAvailable; else all physical)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 def _legacy_kernel() -> str:

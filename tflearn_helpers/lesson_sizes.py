@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import re
+import shutil
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -198,3 +201,46 @@ def rows(fits: list[Fit]) -> list[tuple]:
 
 
 HEADERS = ("lesson", "machine", "devices", "peak MiB/device", "limit MiB", "share", "fits")
+
+
+def explain(number: str, devices: int, limit_mib: int, profile: str = "gpu") -> str:
+    """One sentence a lesson prints: its predicted peak per device against the limit."""
+    lesson = next(item for item in LESSONS if item.number == number)
+    peak = max(lesson.peaks(profile, devices))
+    return (
+        f"lesson {number}, {profile} profile, {devices} devices: the memory model predicts "
+        f"{peak / memory.MiB:,.0f} MiB per device at the peak of a step, "
+        f"{peak / (limit_mib * memory.MiB):.0%} of {limit_mib:,} MiB (the course allows "
+        f"{FRACTION:.0%}; to change it: {lesson.setting})"
+    )
+
+
+def device_limit_bytes(kind: str, simulated: bool, gpu_memory_mb: int, devices: int) -> int:
+    """Bytes one device may use: a logical GPU's limit, a real GPU's memory, or for logical
+    CPUs an equal share of the memory available now (they share it)."""
+    if kind == "GPU":
+        return (gpu_memory_mb if simulated else gpu_memory_mib() or gpu_memory_mb) * memory.MiB
+    return available_ram() // devices
+
+
+def gpu_memory_mib() -> int | None:
+    """MiB of the first GPU as nvidia-smi reports it (None without nvidia-smi)."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    query = [smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits"]
+    done = subprocess.run(query, capture_output=True, text=True, timeout=30)
+    lines = done.stdout.split()
+    return int(lines[0]) if done.returncode == 0 and lines else None
+
+
+def available_ram() -> int:
+    """Bytes of memory available to new work (Linux MemAvailable; else all physical)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

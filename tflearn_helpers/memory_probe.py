@@ -72,13 +72,14 @@ def measure(
     optimizer: str = "adam",
     steps: int = 1,
     bfc: bool = True,
+    onednn: bool = True,
     core: int | None = None,
     timeout: float = 600,
 ) -> subprocess.Popen:
     """Start a child process that measures one setting; pass it to :func:`result`."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     env[BFC_ENV] = "true" if bfc else "false"
-    env.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")  # the course's CPU setting (lesson 00)
+    env["TF_ENABLE_ONEDNN_OPTS"] = "1" if onednn else "0"  # the course's setting: on (lesson 00)
     cmd = [sys.executable, "-m", "tflearn_helpers.memory_probe", "--batch", str(batch)]
     cmd += ["--model", model, "--image-size", str(image_size), "--policy", policy]
     cmd += ["--optimizer", optimizer, "--steps", str(steps)]
