@@ -30,7 +30,7 @@ SCHEDULES = ("gpipe", "1f1b")
 _DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int32": 4, "int64": 8}
 # Which tensors TensorFlow's gradient functions read: Conv2DBackpropFilter and MatMul read the
 # layer's input, FusedBatchNormGradV3 its input, ReluGrad the output, MaxPoolGrad both. A layer
-# in no list is assumed to need its input (an over-estimate, never an under-estimate).
+# in no list is assumed to need its input (erring on the high side).
 _NEEDS_OUTPUT = {"ReLU", "Activation", "Softmax", "MaxPooling1D", "MaxPooling2D", "MaxPooling3D"}
 _NEEDS_NO_INPUT = {
     "Add", "ZeroPadding1D", "ZeroPadding2D", "GlobalAveragePooling1D", "GlobalAveragePooling2D",

@@ -12,8 +12,11 @@ Lesson 00 writes the same program in one of its cells.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import functools
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -83,9 +86,13 @@ def measure(
     cmd = [sys.executable, "-m", "tflearn_helpers.memory_probe", "--batch", str(batch)]
     cmd += ["--model", model, "--image-size", str(image_size), "--policy", policy]
     cmd += ["--optimizer", optimizer, "--steps", str(steps)]
-    pin = (lambda: os.sched_setaffinity(0, {core})) if core is not None else None
     proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=pin
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=functools.partial(_child_setup, core),
     )
     proc.timeout = timeout
     return proc
@@ -103,6 +110,14 @@ def result(proc: subprocess.Popen) -> Probe:
         raise RuntimeError(f"memory probe failed:\n{err[-2000:]}")
     data = json.loads(out.strip().splitlines()[-1])
     return Probe(data["peak"], tuple(data["step_seconds"]))
+
+
+def _child_setup(core: int | None) -> None:
+    """In the child: die with the parent (Linux), and run on ``core`` when given."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if core is not None:
+        os.sched_setaffinity(0, {core})
 
 
 def main(argv=None) -> int:
