@@ -41,6 +41,7 @@ def test_04_2(tmp_path):
     assert _evaluate("04.2", resume).status == RIGHT
     wrong = _evaluate("04.2", model_only)
     assert wrong.status == WRONG and "optimizer" in wrong.message
+
     def restores_nothing(directory, model, optimizer):
         return 3
 
