@@ -70,3 +70,26 @@ def test_join_times_out_instead_of_hanging():
     with pytest.raises(TimeoutError, match="did not finish"):
         run.join(timeout_s=0.1)
     assert run.stop.is_set()
+
+
+def test_parse_worker_log_reads_json_lines_and_skips_noise():
+    text = "\n".join(
+        [
+            "I0000 tensorflow says hello",
+            '{"ready": 12.5}',
+            '{"before": 0, "after": 2, "loss": 1.5, "t": 13.0}',
+            '{"trace": {}}',
+            '{"before": 2, "after": 3, "loss": 1.0, "t": 13.1}',
+            '{"before": 3, "aft',  # cut short by a kill
+        ]
+    )
+    log = ps_run.parse_worker_log(1, text)
+    assert log.task_index == 1 and log.ready_at == 12.5
+    assert log.before == [0, 2] and log.after == [2, 3] and log.staleness == [1, 0]
+    assert log.losses == [1.5, 1.0] and log.times == [13.0, 13.1]
+
+
+@pytest.mark.parametrize("workers", [0, 3])
+def test_worker_processes_reject_more_workers_than_the_cluster_has(workers):
+    with pytest.raises(ValueError, match="worker"):
+        ps_run.WorkerProcesses(SPEC, "program.py", workers)
