@@ -122,12 +122,6 @@ def test_start_script_needs_a_command():
         pss.start_script([])
 
 
-def test_script_path_finds_the_lesson_scripts_and_names_missing_ones():
-    assert pss.script_path("ps_coordinator_ft.py").is_file()
-    with pytest.raises(FileNotFoundError, match="no_such"):
-        pss.script_path("no_such.py")
-
-
 @pytest.mark.parametrize("batch", [0, -3, 2.5, True])
 def test_toy_dataset_rejects_bad_batches(batch):
     with pytest.raises(ValueError, match="batch"):
