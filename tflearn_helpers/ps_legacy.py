@@ -183,32 +183,6 @@ def short_device(device: str) -> str:
     return f"{parts.get('job', '?')}:{parts.get('task', '0')}"
 
 
-def executed_devices(cluster: dict, container: str, timeout_s: float = 20.0) -> dict:
-    """Run one forward pass of worker 0's graph with tracing on; return, per device
-    ('ps:0', 'worker:0', ...), the op types that really ran there."""
-    import tensorflow as tf
-
-    v1 = tf.compat.v1
-    graph = tf.Graph()
-    with graph.as_default(), graph.container(container):
-        model = build_model(0, len(cluster["ps"]))
-        x, y = make_data(seed=0, batch=8)
-        metadata = v1.RunMetadata()
-        config = session_config(0, timeout_s)
-        with v1.Session(f"grpc://{cluster['worker'][0]}", config=config) as sess:
-            sess.run(
-                model["loss"],
-                {model["x"]: x, model["y"]: y},
-                options=v1.RunOptions(trace_level=v1.RunOptions.FULL_TRACE),
-                run_metadata=metadata,
-            )
-    ran: dict[str, set] = {}
-    for dev in metadata.step_stats.dev_stats:
-        ops = {_op_type(n.node_name, n.timeline_label) for n in dev.node_stats}
-        ran.setdefault(short_device(dev.device), set()).update(ops - {"NoOp"})
-    return {device: sorted(ops) for device, ops in sorted(ran.items())}
-
-
 def _op_type(node: str, label: str) -> str:
     """'MatMul = MatMul(x, w)' -> 'MatMul'; a transfer this device asked for -> 'RecvTensor'."""
     if " = " in label:

@@ -1,9 +1,11 @@
 """Run TF1 parameter-server training and measure it (taught in lesson 01).
 
-Each worker is a thread holding its own graph and ``MonitoredSession`` (between-graph
-replication, see :mod:`tflearn_helpers.ps_legacy`); worker 0 is the chief. Every step
-records the global step read before computing and the one seen after applying, which
-gives the *staleness* of its update: how many updates other workers applied in between.
+Lesson 01's workers are processes running the worker program the lesson writes
+(:class:`WorkerProcesses` starts them and reads their JSON lines); the benchmark's workers
+are threads (:class:`Training`), each with its own graph and ``MonitoredSession``. Worker 0
+is the chief. Every step records the global step read before computing and the one seen
+after applying, which gives the *staleness* of its update: how many updates other workers
+applied in between.
 """
 
 from __future__ import annotations
@@ -192,20 +194,6 @@ def _monitored_session(
     return v1.train.MonitoredSession(creator, hooks=model["hooks"], stop_grace_period_secs=1)
 
 
-def evaluate(cluster: dict, container: str, batch: int = 512, timeout_s: float = 20.0) -> float:
-    """Loss of the parameters now on the ps tasks, on a fixed held-out batch, read by a
-    fresh client with its own graph (as an evaluator task would)."""
-    import tensorflow as tf
-
-    graph = tf.Graph()
-    with graph.as_default(), graph.container(container):
-        model = ps_legacy.build_model(0, len(cluster["ps"]))
-        x, y = ps_legacy.make_data(seed=999_999, batch=batch)
-        config = ps_legacy.session_config(0, timeout_s)
-        with tf.compat.v1.Session(f"grpc://{cluster['worker'][0]}", config=config) as sess:
-            return float(sess.run(model["loss"], {model["x"]: x, model["y"]: y}))
-
-
 def release(cluster: dict, container: str, timeout_s: float = 10.0) -> None:
     """Free everything a run left on the ps tasks (its variables, queues, accumulators);
     pending ops on them (the sync chief's aggregation) are cancelled."""
@@ -243,25 +231,6 @@ def summarize(logs: list[WorkerLog], warmup: int = 2) -> dict:
         "max_staleness": max(stale, default=0),
         "errors": [f"worker {log.task_index}: {log.error}" for log in logs if log.error],
     }
-
-
-def train(
-    cluster: dict,
-    workers: int,
-    updates: int,
-    *,
-    mode: str,
-    container: str,
-    join_timeout_s: float = 120.0,
-    **options,
-) -> tuple[list[WorkerLog], float]:
-    """Train to ``updates`` global steps, evaluate, free the ps; return (logs, eval loss)."""
-    run = Training(cluster, workers, updates, mode=mode, container=container, **options)
-    try:
-        logs = run.start().join(join_timeout_s)
-        return logs, evaluate(cluster, container)
-    finally:
-        release(cluster, container)
 
 
 _hook_installed = False
@@ -392,14 +361,3 @@ class WorkerProcesses:
     def __exit__(self, *exc):
         self.procs.close(grace=1.0)
         return False
-
-
-def reset_ps(spec: dict, timeout_s: float = 10.0) -> None:
-    """Free every variable, queue and accumulator on the ps tasks, so the next run starts
-    from nothing (a sync run leaves tokens in its queue)."""
-    import tensorflow as tf
-
-    config = tf.compat.v1.ConfigProto(
-        device_filters=["/job:ps"], operation_timeout_in_ms=int(timeout_s * 1000)
-    )
-    tf.compat.v1.Session.reset(f"grpc://{spec['ps'][0]}", ["localhost"], config=config)
