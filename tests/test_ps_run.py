@@ -4,6 +4,8 @@ The training itself needs a cluster and runs in the lesson; these tests cover th
 bookkeeping and the input checks.
 """
 
+import time
+
 import pytest
 
 from tflearn_helpers import ps_run
@@ -121,6 +123,7 @@ def test_worker_processes_start_together_report_steps_and_stop(tmp_path):
     with ps_run.WorkerProcesses(spec, program, 2, ["--steps", 20]) as run:
         assert run.global_step() == 0  # nobody steps before go()
         run.go(timeout_s=60)
+        assert run.wait_for_worker_steps(1, 5, timeout_s=60)
         assert run.wait_for_step(30, timeout_s=60)
         assert not run.wait_for_step(10**6, timeout_s=0.5)  # a bounded wait says False
         logs = run.finish(grace_s=1.0)
@@ -138,3 +141,18 @@ def test_worker_processes_report_a_worker_that_dies_before_it_is_ready(tmp_path)
         pytest.raises(RuntimeError, match="exited"),
     ):
         run.go(timeout_s=30)
+
+
+def test_a_frozen_worker_is_alive_silent_and_stopped_by_finish(tmp_path):
+    program = tmp_path / "fake_worker.py"
+    program.write_text(FAKE_WORKER)
+    spec = {"ps": ["localhost:1"], "worker": ["localhost:2"]}
+    with ps_run.WorkerProcesses(spec, program, 1, ["--steps", 10**6]) as run:
+        run.go(timeout_s=60)
+        assert run.wait_for_step(5, timeout_s=60)
+        run.freeze(0)
+        time.sleep(0.3)
+        frozen_at = run.global_step()
+        assert run.alive(0) and not run.wait_for_step(frozen_at + 1, timeout_s=0.5)
+        run.finish(grace_s=0)
+        assert not run.alive(0)

@@ -11,6 +11,8 @@ applied in between.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import tempfile
 import threading
 import time
@@ -331,12 +333,26 @@ class WorkerProcesses:
             time.sleep(0.05)
         return True
 
+    def wait_for_worker_steps(self, index: int, steps: int, timeout_s: float = 60.0) -> bool:
+        """Wait until worker ``index`` has taken ``steps`` steps; False after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while len(parse_worker_log(index, self.procs.logs("worker", index)).times) < steps:
+            if time.monotonic() > deadline or not self.alive(index):
+                return False
+            time.sleep(0.02)
+        return True
+
     def alive(self, index: int) -> bool:
         return self.procs.alive("worker", index)
 
     def kill(self, index: int) -> None:
         """SIGKILL one worker, as a crashed machine vanishes."""
         self.procs.kill("worker", index)
+
+    def freeze(self, index: int) -> None:
+        """SIGSTOP one worker: alive but silent, as a machine that hangs. ``finish`` or
+        leaving the ``with`` block kills it."""
+        os.kill(self.procs.procs[("worker", index)].pid, signal.SIGSTOP)
 
     def finish(self, grace_s: float = 3.0) -> list[WorkerLog]:
         """Give the workers ``grace_s`` to exit by themselves, stop the rest, return the logs.
