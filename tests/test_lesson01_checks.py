@@ -13,10 +13,10 @@ CLUSTER = {
 
 
 def test_01_1_placement():
-    assert _evaluate("01.1", "ps:0").status == RIGHT
-    wrong = _evaluate("01.1", "ps:1")
+    assert _evaluate("01.4", "ps:0").status == RIGHT
+    wrong = _evaluate("01.4", "ps:1")
     assert wrong.status == WRONG and "ps:0" not in wrong.message
-    assert _evaluate("01.1", 3).status == WRONG
+    assert _evaluate("01.4", 3).status == WRONG
 
 
 def test_01_2_staleness():
@@ -26,17 +26,74 @@ def test_01_2_staleness():
     def off_by_one(before, after):
         return [a - b for b, a in zip(before, after, strict=True)]
 
-    assert _evaluate("01.2", right).status == RIGHT
-    assert "own update" in _evaluate("01.2", off_by_one).message
-    assert _evaluate("01.2", [0, 1]).status == WRONG
+    assert _evaluate("01.3", right).status == RIGHT
+    assert "own update" in _evaluate("01.3", off_by_one).message
+    assert _evaluate("01.3", [0, 1]).status == WRONG
 
 
 def test_01_3_evaluator_tf_config():
     right = json.dumps({"cluster": CLUSTER, "task": {"type": "evaluator", "index": 0}})
-    assert _evaluate("01.3", right).status == RIGHT
+    assert _evaluate("01.2", right).status == RIGHT
     chief = json.dumps({"cluster": CLUSTER, "task": {"type": "chief", "index": 0}})
-    assert "task type" in _evaluate("01.3", chief).message
-    assert "not valid" in _evaluate("01.3", "{not json").message
+    assert '["task"]["type"]' in _evaluate("01.2", chief).message
+    assert "not valid" in _evaluate("01.2", "{not json").message
     no_eval = {k: v for k, v in CLUSTER.items() if k != "evaluator"}
     bad = json.dumps({"cluster": no_eval, "task": {"type": "chief", "index": 0}})
-    assert _evaluate("01.3", bad).status == WRONG
+    assert _evaluate("01.2", bad).status == WRONG
+
+
+def test_01_3_hints_name_the_field():
+    no_ps = {k: v for k, v in CLUSTER.items() if k != "ps"}
+    bad = json.dumps({"cluster": no_ps, "task": {"type": "evaluator", "index": 0}})
+    assert '["cluster"]' in _evaluate("01.2", bad).message
+    chief = json.dumps({"cluster": CLUSTER, "task": {"type": "chief", "index": 0}})
+    assert '["task"]["type"]' in _evaluate("01.2", chief).message
+    three = dict(CLUSTER, worker=["localhost:1", "localhost:3", "localhost:5"])
+    wrong = _evaluate("01.2", json.dumps({"cluster": three, "task": {"type": "evaluator"}}))
+    assert '["worker"]' in wrong.message and "2" not in wrong.message
+
+
+def _graph_builder(setter_kwargs, compute=True, variables=2):
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+
+    def build(cluster, task):
+        kwargs = {
+            key: (value(cluster, task) if callable(value) else value)
+            for key, value in setter_kwargs.items()
+        }
+        with v1.device(v1.train.replica_device_setter(**kwargs)):
+            x = v1.placeholder(tf.float32, [None, 10])
+            weights = [v1.get_variable(f"w{i}", [10, 10]) for i in range(variables)]
+            if compute:
+                for w in weights:
+                    x = tf.matmul(x, w)
+        return x
+
+    return build
+
+
+def test_01_4_runs_the_learners_graph_and_checks_placement():
+    right = _graph_builder(
+        {"cluster": lambda c, t: c, "worker_device": lambda c, t: f"/job:worker/task:{t}"}
+    )
+    assert _evaluate("01.1", right).status == RIGHT
+    wrong_worker = _graph_builder({"cluster": lambda c, t: c})  # compute on the default worker
+    assert "worker" in _evaluate("01.1", wrong_worker).message
+    one_ps = _graph_builder({"ps_tasks": 1, "worker_device": "/job:worker/task:1"})
+    assert "one ps task" in _evaluate("01.1", one_ps).message
+    no_compute = _graph_builder({"cluster": lambda c, t: c}, compute=False)
+    assert "computed" in _evaluate("01.1", no_compute).message
+
+    def unplaced(cluster, task):
+        import tensorflow as tf
+
+        tf.compat.v1.get_variable("w", [3])
+
+    assert "not on a ps task" in _evaluate("01.1", unplaced).message
+    assert _evaluate("01.1", 3).status == WRONG
+
+    def stub(cluster, task): ...
+
+    assert _evaluate("01.1", stub).status == "not attempted"

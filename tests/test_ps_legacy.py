@@ -1,5 +1,7 @@
 """ps_legacy: the TF1 between-graph model, its placement and session helpers (lesson 01)."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -40,7 +42,7 @@ def test_bytes_per_task_sums_each_device():
     [("/job:ps/task:1/device:CPU:0", "ps:1"), ("/job:worker/replica:0/task:0", "worker:0")],
 )
 def test_short_device_names(device, short):
-    assert ps_legacy._short(device) == short
+    assert ps_legacy.short_device(device) == short
 
 
 @pytest.mark.parametrize(
@@ -83,3 +85,16 @@ def test_session_config_filters_devices_and_sets_a_timeout():
 )
 def test_op_type_from_trace_labels(node, label, op):
     assert ps_legacy._op_type(node, label) == op
+
+
+def test_traced_ops_reads_a_worker_programs_trace_line():
+    trace = {
+        "/job:worker/replica:0/task:0/device:CPU:0": ["_SOURCE = NoOp()", "Relu = MatMul(x, w)"],
+        "/job:ps/replica:0/task:1/device:CPU:0": ["u = ResourceApplyGradientDescent(w, g)"],
+    }
+    text = "TensorFlow noise\n" + json.dumps({"trace": trace}) + "\n"
+    assert ps_legacy.traced_ops(text) == {
+        "ps:1": ["ResourceApplyGradientDescent"],
+        "worker:0": ["MatMul"],
+    }
+    assert ps_legacy.traced_ops("no trace here") == {}

@@ -4,6 +4,8 @@ The training itself needs a cluster and runs in the lesson; these tests cover th
 bookkeeping and the input checks.
 """
 
+import time
+
 import pytest
 
 from tflearn_helpers import ps_run
@@ -70,3 +72,87 @@ def test_join_times_out_instead_of_hanging():
     with pytest.raises(TimeoutError, match="did not finish"):
         run.join(timeout_s=0.1)
     assert run.stop.is_set()
+
+
+def test_parse_worker_log_reads_json_lines_and_skips_noise():
+    text = "\n".join(
+        [
+            "I0000 tensorflow says hello",
+            '{"ready": 12.5}',
+            '{"before": 0, "after": 2, "loss": 1.5, "t": 13.0}',
+            '{"trace": {}}',
+            '{"before": 2, "after": 3, "loss": 1.0, "t": 13.1}',
+            '{"before": 3, "aft',  # cut short by a kill
+        ]
+    )
+    log = ps_run.parse_worker_log(1, text)
+    assert log.task_index == 1 and log.ready_at == 12.5
+    assert log.before == [0, 2] and log.after == [2, 3] and log.staleness == [1, 0]
+    assert log.losses == [1.5, 1.0] and log.times == [13.0, 13.1]
+
+
+@pytest.mark.parametrize("workers", [0, 3])
+def test_worker_processes_reject_more_workers_than_the_cluster_has(workers):
+    with pytest.raises(ValueError, match="worker"):
+        ps_run.WorkerProcesses(SPEC, "program.py", workers)
+
+
+FAKE_WORKER = """
+import argparse, json, os, time
+p = argparse.ArgumentParser()
+p.add_argument("--steps", type=int)
+p.add_argument("--go-file")
+args = p.parse_args()
+task = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+print(json.dumps({"ready": time.time()}), flush=True)
+while not os.path.exists(args.go_file):
+    time.sleep(0.01)
+for step in range(args.steps):
+    before = 2 * step + task
+    record = {"before": before, "after": before + 1, "loss": 1.0, "t": time.time()}
+    print(json.dumps(record), flush=True)
+    time.sleep(0.01)
+time.sleep(60 if task == 1 else 0)  # worker 1 hangs at the end, as a sync worker can
+"""
+
+
+def test_worker_processes_start_together_report_steps_and_stop(tmp_path):
+    program = tmp_path / "fake_worker.py"
+    program.write_text(FAKE_WORKER)
+    spec = {"ps": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]}
+    with ps_run.WorkerProcesses(spec, program, 2, ["--steps", 20]) as run:
+        assert run.global_step() == 0  # nobody steps before go()
+        run.go(timeout_s=60)
+        assert run.wait_for_worker_steps(1, 5, timeout_s=60)
+        assert run.wait_for_step(30, timeout_s=60)
+        assert not run.wait_for_step(10**6, timeout_s=0.5)  # a bounded wait says False
+        logs = run.finish(grace_s=1.0)
+        assert not run.alive(0) and not run.alive(1)  # the hanging worker was stopped
+    assert [len(log.times) for log in logs] == [20, 20]
+    assert max(logs[1].after) == 40
+
+
+def test_worker_processes_report_a_worker_that_dies_before_it_is_ready(tmp_path):
+    program = tmp_path / "crash.py"
+    program.write_text("raise SystemExit('no TensorFlow here')\n")
+    spec = {"ps": ["localhost:1"], "worker": ["localhost:2"]}
+    with (
+        ps_run.WorkerProcesses(spec, program, 1) as run,
+        pytest.raises(RuntimeError, match="exited"),
+    ):
+        run.go(timeout_s=30)
+
+
+def test_a_frozen_worker_is_alive_silent_and_stopped_by_finish(tmp_path):
+    program = tmp_path / "fake_worker.py"
+    program.write_text(FAKE_WORKER)
+    spec = {"ps": ["localhost:1"], "worker": ["localhost:2"]}
+    with ps_run.WorkerProcesses(spec, program, 1, ["--steps", 10**6]) as run:
+        run.go(timeout_s=60)
+        assert run.wait_for_step(5, timeout_s=60)
+        run.freeze(0)
+        time.sleep(0.3)
+        frozen_at = run.global_step()
+        assert run.alive(0) and not run.wait_for_step(frozen_at + 1, timeout_s=0.5)
+        run.finish(grace_s=0)
+        assert not run.alive(0)

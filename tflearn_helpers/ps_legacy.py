@@ -10,6 +10,8 @@ filters, timeouts, a quick non-chief poll) and traces which device really ran wh
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 FEATURES, HIDDEN, CLASSES = 20, 32, 4
@@ -160,7 +162,7 @@ def placement(num_ps: int, *, partitions: int = 0, ps_strategy=None) -> list[tup
             (
                 v.op.name,
                 tuple(v.shape.as_list()),
-                _short(v.device),
+                short_device(v.device),
                 v.shape.num_elements() * v.dtype.size,
             )
             for v in v1.global_variables()
@@ -175,36 +177,10 @@ def bytes_per_task(rows: list[tuple]) -> dict[str, int]:
     return dict(sorted(totals.items()))
 
 
-def _short(device: str) -> str:
+def short_device(device: str) -> str:
     """'/job:ps/task:1/device:CPU:0' or '/job:ps/task:1' -> 'ps:1'."""
     parts = dict(p.split(":", 1) for p in device.strip("/").split("/") if ":" in p)
     return f"{parts.get('job', '?')}:{parts.get('task', '0')}"
-
-
-def executed_devices(cluster: dict, container: str, timeout_s: float = 20.0) -> dict:
-    """Run one forward pass of worker 0's graph with tracing on; return, per device
-    ('ps:0', 'worker:0', ...), the op types that really ran there."""
-    import tensorflow as tf
-
-    v1 = tf.compat.v1
-    graph = tf.Graph()
-    with graph.as_default(), graph.container(container):
-        model = build_model(0, len(cluster["ps"]))
-        x, y = make_data(seed=0, batch=8)
-        metadata = v1.RunMetadata()
-        config = session_config(0, timeout_s)
-        with v1.Session(f"grpc://{cluster['worker'][0]}", config=config) as sess:
-            sess.run(
-                model["loss"],
-                {model["x"]: x, model["y"]: y},
-                options=v1.RunOptions(trace_level=v1.RunOptions.FULL_TRACE),
-                run_metadata=metadata,
-            )
-    ran: dict[str, set] = {}
-    for dev in metadata.step_stats.dev_stats:
-        ops = {_op_type(n.node_name, n.timeline_label) for n in dev.node_stats}
-        ran.setdefault(_short(dev.device), set()).update(ops - {"NoOp"})
-    return {device: sorted(ops) for device, ops in sorted(ran.items())}
 
 
 def _op_type(node: str, label: str) -> str:
@@ -212,3 +188,17 @@ def _op_type(node: str, label: str) -> str:
     if " = " in label:
         return label.split(" = ", 1)[1].split("(", 1)[0]
     return node
+
+
+def traced_ops(log_text: str) -> dict[str, list[str]]:
+    """The op types each device ran in the step a worker program traced: it prints
+    ``{"trace": {device: [timeline labels]}}`` (lesson 01's worker program)."""
+    for line in log_text.splitlines():
+        if not line.startswith('{"trace"'):
+            continue
+        ran: dict[str, set] = {}
+        for device, labels in json.loads(line)["trace"].items():
+            ops = {_op_type(label.split(" ", 1)[0], label) for label in labels}
+            ran.setdefault(short_device(device), set()).update(ops - {"NoOp"})
+        return {device: sorted(ops) for device, ops in sorted(ran.items())}
+    return {}

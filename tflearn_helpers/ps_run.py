@@ -1,20 +1,27 @@
 """Run TF1 parameter-server training and measure it (taught in lesson 01).
 
-Each worker is a thread holding its own graph and ``MonitoredSession`` (between-graph
-replication, see :mod:`tflearn_helpers.ps_legacy`); worker 0 is the chief. Every step
-records the global step read before computing and the one seen after applying, which
-gives the *staleness* of its update: how many updates other workers applied in between.
+Lesson 01's workers are processes running the worker program the lesson writes
+(:class:`WorkerProcesses` starts them and reads their JSON lines); the benchmark's workers
+are threads (:class:`Training`), each with its own graph and ``MonitoredSession``. Worker 0
+is the chief. Every step records the global step read before computing and the one seen
+after applying, which gives the *staleness* of its update: how many updates other workers
+applied in between.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
-from . import ps_legacy
+from . import cluster, ps_legacy
 
 MODES = ("async", "sync")
 
@@ -29,6 +36,7 @@ class WorkerLog:
     losses: list[float] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     ready_after_s: float = float("nan")
+    ready_at: float = float("nan")  # wall-clock time its session was ready (worker processes)
     error: str = ""
 
     @property
@@ -188,20 +196,6 @@ def _monitored_session(
     return v1.train.MonitoredSession(creator, hooks=model["hooks"], stop_grace_period_secs=1)
 
 
-def evaluate(cluster: dict, container: str, batch: int = 512, timeout_s: float = 20.0) -> float:
-    """Loss of the parameters now on the ps tasks, on a fixed held-out batch, read by a
-    fresh client with its own graph (as an evaluator task would)."""
-    import tensorflow as tf
-
-    graph = tf.Graph()
-    with graph.as_default(), graph.container(container):
-        model = ps_legacy.build_model(0, len(cluster["ps"]))
-        x, y = ps_legacy.make_data(seed=999_999, batch=batch)
-        config = ps_legacy.session_config(0, timeout_s)
-        with tf.compat.v1.Session(f"grpc://{cluster['worker'][0]}", config=config) as sess:
-            return float(sess.run(model["loss"], {model["x"]: x, model["y"]: y}))
-
-
 def release(cluster: dict, container: str, timeout_s: float = 10.0) -> None:
     """Free everything a run left on the ps tasks (its variables, queues, accumulators);
     pending ops on them (the sync chief's aggregation) are cancelled."""
@@ -241,25 +235,6 @@ def summarize(logs: list[WorkerLog], warmup: int = 2) -> dict:
     }
 
 
-def train(
-    cluster: dict,
-    workers: int,
-    updates: int,
-    *,
-    mode: str,
-    container: str,
-    join_timeout_s: float = 120.0,
-    **options,
-) -> tuple[list[WorkerLog], float]:
-    """Train to ``updates`` global steps, evaluate, free the ps; return (logs, eval loss)."""
-    run = Training(cluster, workers, updates, mode=mode, container=container, **options)
-    try:
-        logs = run.start().join(join_timeout_s)
-        return logs, evaluate(cluster, container)
-    finally:
-        release(cluster, container)
-
-
 _hook_installed = False
 
 
@@ -286,3 +261,119 @@ def rollbacks(log: WorkerLog) -> list[tuple[int, int]]:
     between two of this worker's steps: the chief restored an older checkpoint."""
     pairs = zip(log.after, log.before[1:], strict=False)
     return [(seen, read) for seen, read in pairs if read < seen]
+
+
+# -- worker processes running the lesson's own worker program --------------------------
+def parse_worker_log(task_index: int, text: str) -> WorkerLog:
+    """A WorkerLog from a worker program's output: one JSON object per line, ``{"ready": t}``
+    when its session is ready, then ``{"before", "after", "loss", "t"}`` per step."""
+    log = WorkerLog(task_index)
+    for line in text.splitlines():
+        if not line.startswith("{"):
+            continue  # TensorFlow's own messages
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short while the process was writing it
+        if "ready" in record:
+            log.ready_at = float(record["ready"])
+        elif {"before", "after", "loss", "t"} <= set(record):
+            log.before.append(int(record["before"]))
+            log.after.append(int(record["after"]))
+            log.losses.append(float(record["loss"]))
+            log.times.append(float(record["t"]))
+    return log
+
+
+class WorkerProcesses:
+    """``workers`` processes running ``program`` as worker tasks 0..workers-1 of ``spec``.
+
+    Each gets its TF_CONFIG from :class:`cluster.LocalCluster` (so it dies with the kernel)
+    and ``--go-file``: the program creates its session, prints ``{"ready": ...}`` and waits
+    for that file, so all workers start stepping together. Use as a context manager.
+    """
+
+    def __init__(self, spec: dict, program, workers: int, args=(), *, env=None):
+        available = len(spec.get("worker", []))
+        if not spec.get("ps") or not 1 <= workers <= available:
+            raise ValueError(
+                f"asked for {workers} workers; the cluster has {available} worker(s) "
+                f"and {len(spec.get('ps', []))} ps task(s)"
+            )
+        self.workers = workers
+        self.tasks = [("worker", i) for i in range(workers)]
+        self.go_file = Path(tempfile.mkdtemp(prefix="tflearn-go-")) / "go"
+        self.procs = cluster.LocalCluster(spec, env={"CUDA_VISIBLE_DEVICES": "", **(env or {})})
+        self.procs.start(str(program), args=[*args, "--go-file", self.go_file], tasks=self.tasks)
+
+    def logs(self) -> list[WorkerLog]:
+        return [parse_worker_log(i, self.procs.logs("worker", i)) for i in range(self.workers)]
+
+    def global_step(self) -> int:
+        """The highest global step any worker has seen so far."""
+        return max((max(log.after, default=0) for log in self.logs()), default=0)
+
+    def go(self, timeout_s: float = 120.0) -> float:
+        """Wait until every worker's session is ready, then let them all start; return the
+        seconds waited. Raises with a worker's log if one exits first."""
+        started = time.monotonic()
+        while any(np.isnan(log.ready_at) for log in self.logs()):
+            self._check_alive(started, timeout_s, "did not create its session")
+            time.sleep(0.05)
+        self.go_file.touch()
+        return time.monotonic() - started
+
+    def wait_for_step(self, step: int, timeout_s: float = 120.0) -> bool:
+        """Wait until the global step reaches ``step``; False if it did not in ``timeout_s``
+        (a bounded wait: a stalled run is reported, never waited for forever)."""
+        deadline = time.monotonic() + timeout_s
+        while self.global_step() < step:
+            if time.monotonic() > deadline or not any(self.alive(i) for i in range(self.workers)):
+                return self.global_step() >= step
+            time.sleep(0.05)
+        return True
+
+    def wait_for_worker_steps(self, index: int, steps: int, timeout_s: float = 60.0) -> bool:
+        """Wait until worker ``index`` has taken ``steps`` steps; False after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while len(parse_worker_log(index, self.procs.logs("worker", index)).times) < steps:
+            if time.monotonic() > deadline or not self.alive(index):
+                return False
+            time.sleep(0.02)
+        return True
+
+    def alive(self, index: int) -> bool:
+        return self.procs.alive("worker", index)
+
+    def kill(self, index: int) -> None:
+        """SIGKILL one worker, as a crashed machine vanishes."""
+        self.procs.kill("worker", index)
+
+    def freeze(self, index: int) -> None:
+        """SIGSTOP one worker: alive but silent, as a machine that hangs. ``finish`` or
+        leaving the ``with`` block kills it."""
+        os.kill(self.procs.procs[("worker", index)].pid, signal.SIGSTOP)
+
+    def finish(self, grace_s: float = 3.0) -> list[WorkerLog]:
+        """Give the workers ``grace_s`` to exit by themselves, stop the rest, return the logs.
+        (A sync worker can wait forever at the end for a token no one will send.)"""
+        deadline = time.monotonic() + grace_s
+        while any(self.alive(i) for i in range(self.workers)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.procs.close(grace=1.0)
+        return self.logs()
+
+    def _check_alive(self, started: float, timeout_s: float, what: str) -> None:
+        for i in range(self.workers):
+            if not self.alive(i):
+                tail = self.procs.logs("worker", i)[-1500:]
+                raise RuntimeError(f"worker {i} exited and {what}. Its log:\n{tail}")
+        if time.monotonic() - started > timeout_s:
+            raise TimeoutError(f"a worker {what} in {timeout_s:.0f} s")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.procs.close(grace=1.0)
+        return False

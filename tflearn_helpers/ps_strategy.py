@@ -1,6 +1,7 @@
 """ParameterServerStrategy plumbing (taught in lesson 02).
 
-Builds a strategy and its ClusterCoordinator from a cluster dict, tags scheduled steps
+Builds a strategy and its ClusterCoordinator from a cluster dict (lesson 02 writes the same
+code inline first; its throughput section reuses this), tags scheduled steps
 with the worker that ran them, audits a step counter after failures, and follows the log
 of a coordinator that runs as its own process (one process drives one cluster).
 """
@@ -15,7 +16,6 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from .cluster import _die_with_parent, pick_ports
 
@@ -267,13 +267,6 @@ def run_script(args: list[str], *, timeout: float, env: dict[str, str] | None = 
     if timeout <= 0:
         raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
     return finish_script(start_script(args, env=env), timeout=timeout)
-
-
-def script_path(name: str) -> Path:
-    """The path of a lesson script (they live in tflearn_helpers/scripts/)."""
-    from . import scripts
-
-    return scripts.path(name)
 
 
 def _check_cluster(cluster) -> None:

@@ -8,7 +8,7 @@ from .. import tfconfig
 from ..checks import exercise
 
 
-@exercise("01.1")
+@exercise("01.4")
 def ps_of_logits_kernel(answer):
     from ..ps_legacy import placement
 
@@ -23,7 +23,7 @@ def ps_of_logits_kernel(answer):
     return None
 
 
-@exercise("01.2")
+@exercise("01.3")
 def staleness_function(fn):
     from ..ps_run import WorkerLog
 
@@ -44,17 +44,58 @@ def staleness_function(fn):
     return None
 
 
-@exercise("01.3")
+@exercise("01.2")
 def evaluator_tf_config(answer):
     try:
         config = tfconfig.validate(answer)
     except tfconfig.TFConfigError as err:
         return f"TF_CONFIG is not valid: {err}"
     cluster = config["cluster"]
-    if {"chief", "worker", "ps", "evaluator"} - set(cluster):
-        return "the cluster must list the chief, the workers, the ps and the evaluator"
-    if len(cluster["worker"]) != 2 or len(cluster["ps"]) != 1:
-        return "the exercise's cluster has 2 workers and 1 ps task"
+    missing = sorted({"chief", "worker", "ps", "evaluator"} - set(cluster))
+    if missing:
+        return f'TF_CONFIG["cluster"] has no "{missing[0]}" job; the exercise\'s cluster has one'
+    for job, count in (("worker", 2), ("ps", 1)):
+        if len(cluster[job]) != count:
+            return f'TF_CONFIG["cluster"]["{job}"] has {len(cluster[job])} address(es): count again'
     if config["task"].get("type") != "evaluator":
-        return "this TF_CONFIG is for the evaluator task: check its task type"
+        return 'TF_CONFIG["task"]["type"] is not the role this process plays'
     return None
+
+
+@exercise("01.1")
+def worker_graph_placement(build_worker_graph):
+    """build_worker_graph(cluster, task) builds one worker's graph; run it and look."""
+    import tensorflow as tf
+
+    if not callable(build_worker_graph):
+        return "pass your function build_worker_graph itself, not its result"
+    spec = tf.train.ClusterSpec({"ps": [f"localhost:{p}" for p in (1, 2, 3)], "worker": _WORKERS})
+    graph = tf.Graph()
+    with graph.as_default():
+        build_worker_graph(spec, 1)
+        variables = tf.compat.v1.global_variables()
+    if not variables:
+        return "no variables were created: the model needs weights (tf.compat.v1.get_variable)"
+    for variable in variables:
+        if tf.DeviceSpec.from_string(variable.device).job != "ps":
+            return (
+                f"variable {variable.op.name} is on '{variable.device or 'no device'}', not on a "
+                "ps task: create the variables inside the device function's scope"
+            )
+    used = {tf.DeviceSpec.from_string(v.device).task for v in variables}
+    if len(variables) > 1 and len(used) < 2:
+        return "all the variables sit on one ps task: tell the device setter about the cluster"
+    compute = [op for op in graph.get_operations() if "MatMul" in op.type]
+    if not compute:
+        return "nothing is computed: the worker's forward pass should multiply by the weights"
+    for op in compute:
+        device = tf.DeviceSpec.from_string(op.device)
+        if (device.job, device.task) != ("worker", 1):
+            return (
+                f"{op.name} is placed on '{op.device or 'no device'}', not on the worker whose "
+                "graph this is: which argument of the device setter names it?"
+            )
+    return None
+
+
+_WORKERS = ["localhost:4", "localhost:5"]

@@ -31,28 +31,54 @@ def sharded_embedding(variable):
 
 
 @exercise("02.2")
-def steps_per_worker(count_steps, coordinator):
-    """count_steps(coordinator, steps) schedules ``steps`` steps, returns steps per worker."""
-    if not callable(count_steps):
-        return "pass your function count_steps, not its result"
-    if not hasattr(coordinator, "schedule"):
-        return "pass the ClusterCoordinator as the second argument of check()"
-    steps = 24
-    counts = count_steps(coordinator, steps)
+def per_worker_training(answer, coordinator, spec, steps=30):
+    """(dataset_fn, make_train_step): run them on the learner's cluster (``spec``, driven by
+    ``coordinator``) for ``steps`` steps."""
+    import tensorflow as tf
+
+    from ..ps_strategy import toy_model
+
+    if not isinstance(answer, tuple | list) or len(answer) != 2:
+        return "pass the pair (dataset_fn, make_train_step)"
+    dataset_fn, make_train_step = answer
+    if not (callable(dataset_fn) and callable(make_train_step)):
+        return "pass the two functions themselves, not what they return"
+    if not hasattr(coordinator, "create_per_worker_dataset"):
+        return "pass the ClusterCoordinator of exercise 02.1 as the last argument of check()"
+    strategy = coordinator.strategy
+    workers = len(spec["worker"])
+    with strategy.scope():
+        model = toy_model()
+        optimizer = tf.keras.optimizers.SGD(learning_rate=0.05)
+        ran = tf.Variable(tf.zeros([workers], tf.int64))  # steps each worker ran
+    iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
+    train_step = make_train_step(strategy, model, optimizer)
+    if not callable(train_step):
+        return "make_train_step should return the step function (a tf.function)"
+
+    @tf.function
+    def audited_step(iterator):
+        loss = train_step(iterator)
+        index = tf.distribute.coordinator.experimental_get_current_worker_index()
+        ran.assign_add(tf.one_hot(index, workers, dtype=tf.int64))
+        return loss
+
+    results = [coordinator.schedule(audited_step, args=(iterator,)) for _ in range(steps)]
     try:
-        counts = [int(n) for n in counts]
-    except (TypeError, ValueError):
-        return f"count_steps should return one whole number per worker, got {counts!r}"
-    workers = _num_workers(coordinator)
-    if len(counts) != workers:
-        return f"got {len(counts)} counts for a cluster of {workers} workers"
-    if min(counts) < 0:
-        return "a negative count: count executions, do not subtract"
-    if sum(counts) != steps:
+        coordinator.join()
+    except tf.errors.OutOfRangeError:
+        return "a worker's dataset ran out of batches: it must never end (repeat it)"
+    losses = [r.fetch() for r in results]
+    if any(loss is None for loss in losses):
+        return "the step should return the loss that strategy.run computed"
+    losses = [float(tf.reduce_mean(loss)) for loss in losses]
+    if not sum(losses[-5:]) < 0.8 * sum(losses[:5]):
         return (
-            f"asked for {steps} steps, your counts add up to {sum(counts)}: count only the steps "
-            "this call scheduled, and wait until they have all finished before reading"
+            f"the loss did not fall over {steps} steps: does the step apply the gradients "
+            "of the model's trainable variables?"
         )
+    if min(int(n) for n in ran.numpy()) < 1:
+        return "a worker ran none of the steps: can every worker build your dataset?"
     return None
 
 
@@ -68,7 +94,3 @@ def reexecution_bound(answer):
     if answer != 3:
         return "count, for each failure, how many steps the dead worker could have been running"
     return None
-
-
-def _num_workers(coordinator) -> int:
-    return len(coordinator._cluster.workers)  # the same list the coordinator dispatches to
