@@ -108,7 +108,9 @@ def _start(cmd, flag: str | None, core: set[int] | None) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
     if flag is not None:
         env["TF_ENABLE_ONEDNN_OPTS"] = flag
-    env.update(TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")  # CPU kernels only
+    # CPU kernels only; log level 0 so that TensorFlow reports oneDNN on every version
+    # (2.19 logs the banner as INFO, which level 2 hides; 2.21 prints it at any level)
+    env.update(TF_CPP_MIN_LOG_LEVEL="0", CUDA_VISIBLE_DEVICES="")
     pin = (lambda: os.sched_setaffinity(0, core)) if core else None
     return subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=pin
