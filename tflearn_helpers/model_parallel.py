@@ -43,9 +43,7 @@ class Stage:
     def activation_bytes(self, batch: int) -> tuple[int, int]:
         """(bytes of the stage's output, bytes of all its layers' outputs) for ``batch``
         inputs in float32: what it sends on, and what its backward pass must keep."""
-        out = _tensor_bytes(self.model.outputs[0].shape, batch)
-        kept = sum(_tensor_bytes(layer.output.shape, batch) for layer in self.model.layers[1:])
-        return out, kept
+        return activation_bytes(self.model, batch)
 
 
 def block_boundaries(model) -> list[str]:
@@ -158,6 +156,14 @@ def group_sums(costs: list[float], last_segments: list[int]) -> list[float]:
     """The total cost of each group given by ``balance``'s result."""
     edges = [-1] + list(last_segments) + [len(costs) - 1]
     return [sum(costs[a + 1 : b + 1]) for a, b in pairwise(edges)]
+
+
+def activation_bytes(model, batch: int) -> tuple[int, int]:
+    """(bytes of a functional model's output, bytes of all its layers' outputs) for ``batch``
+    float32 inputs: what a stage sends on, and what its backward pass must keep."""
+    out = _tensor_bytes(model.outputs[0].shape, batch)
+    kept = sum(_tensor_bytes(layer.output.shape, batch) for layer in model.layers[1:])
+    return out, kept
 
 
 def _tensor_bytes(shape, batch: int) -> int:
