@@ -1,17 +1,23 @@
 # tflearn: the course's commands. Each target creates what it needs from scratch.
-#   make test    unit tests + every notebook and solution under nbval (smoke scale)
+#   make test    lint, unit tests, every notebook and solution under nbval, Run All of the
+#                exercises unfilled, Run All of everything on the oldest stack, and a real
+#                browser running Run All in JupyterLab (smoke scale)
 #   make course  execute the whole course at the default scale into build/ (HTML + index)
 #   make lab     JupyterLab on the course
 #   make doctor  is this machine ready? (versions, devices, a 2-replica step, a gRPC round trip)
 PYTHON ?= python3
 PYTHON_LEGACY ?= python3.11
+PYTHON_OLDEST ?= $(shell tools/find_python.sh 3.12)
 VENV := .venv
 LEGACY := .venv-legacy
+OLDEST := .venv-oldest
+RUN_ALL := build/run-all
 BIN := $(VENV)/bin
 PIP_FLAGS := -q --disable-pip-version-check
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: test unit notebooks course lab doctor lint format exercises env legacy-env clean
+.PHONY: test unit notebooks run-all run-all-exercises run-all-oldest course lab doctor lint \
+	format exercises env legacy-env oldest-env browser-deps clean
 
 env: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
@@ -30,11 +36,49 @@ $(LEGACY)/.installed: requirements/legacy.txt $(VENV)/.installed
 		--name tflearn-legacy --display-name "Python 3.11 (TensorFlow 2.15, legacy)" >/dev/null
 	@touch $@
 
-test: env legacy-env
-	@echo "== lint (ruff), unit tests, then every notebook and solution under nbval at smoke scale"
+# The oldest stack the course supports (Colab's): Python 3.12, TensorFlow 2.19, Keras 3.10.
+oldest-env: $(OLDEST)/.installed
+$(OLDEST)/.installed: requirements/oldest.txt
+	@echo "== oldest stack: $$($(PYTHON_OLDEST) --version 2>&1) ($(PYTHON_OLDEST))"
+	@test -x $(OLDEST)/bin/python || $(PYTHON_OLDEST) -m venv $(OLDEST)
+	$(OLDEST)/bin/python -m pip install $(PIP_FLAGS) -r requirements/oldest.txt
+	@touch $@
+
+# The real-browser test drives Debian's chromium through chromedriver.
+browser-deps:
+	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || { \
+		echo "== installing chromium and chromium-driver (apt)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			chromium chromium-driver >/dev/null; }
+
+test: env legacy-env oldest-env browser-deps
+	@echo "== lint (ruff), unit tests + browser test, every notebook and solution under nbval"
 	$(BIN)/ruff format --check . && $(BIN)/ruff check .
 	TFLEARN_SCALE=smoke $(BIN)/python -m pytest -q tests notebooks solutions \
 		--nbval-lax --nbval-cell-timeout=900 --durations=0 -p no:randomly
+	$(MAKE) --no-print-directory run-all
+
+# Run All as learners press it (plain nbclient: the first cell that raises stops a notebook).
+# nbval above already runs notebooks/ and solutions/ cell by cell on the main stack.
+run-all: run-all-exercises run-all-oldest
+
+run-all-exercises: env
+	@echo "== Run All: every exercise notebook, unfilled, on the main stack"
+	TFLEARN_SCALE=smoke $(BIN)/python -m tflearn_helpers course --folders exercises \
+		--out $(RUN_ALL)/main
+
+# From a wheel (not editable) and a folder outside the repository, as on Colab. Lab 01b is
+# left out: it runs on its own TensorFlow 2.15 kernel, whatever the main stack is.
+run-all-oldest: env oldest-env
+	@echo "== Run All: notebooks, solutions and exercises on the oldest stack"
+	rm -rf build/wheel
+	$(BIN)/python -m pip wheel $(PIP_FLAGS) --no-deps -w build/wheel .
+	$(OLDEST)/bin/python -m pip install $(PIP_FLAGS) --no-deps --force-reinstall build/wheel/*.whl
+	$(OLDEST)/bin/python -m pip check
+	@tmp=$$(mktemp -d) && cp -r notebooks solutions exercises $$tmp/ && cd $$tmp && \
+		TFLEARN_SCALE=smoke $(abspath $(OLDEST))/bin/python -m tflearn_helpers course --root . \
+		--folders notebooks,solutions,exercises --exclude 01b_ --out $(abspath $(RUN_ALL))/oldest; \
+		rc=$$?; rm -rf $$tmp; exit $$rc
 
 unit: env
 	$(BIN)/python -m pytest -q tests
@@ -62,4 +106,4 @@ exercises: env
 	$(BIN)/python tools/make_exercises.py
 
 clean:
-	rm -rf build $(VENV) $(LEGACY)
+	rm -rf build $(VENV) $(LEGACY) $(OLDEST)

@@ -1,7 +1,8 @@
 """MirroredStrategy's overhead on simulated CPU devices, for ResNet-50 training (lesson 04).
 
 Measures, side by side in one run, training images/s on 1 device (no strategy) and under
-MirroredStrategy on 2 and 4 logical CPUs at the same global batch. The logical CPUs share
+MirroredStrategy on 2 and 4 logical CPUs at the same global batch (strong scaling; lesson 04
+measures weak scaling, a fixed per-replica batch, as its main view). The logical CPUs share
 the same cores, so the ideal is *the same* images/s as one device: the shortfall is the
 strategy's overhead (splitting the batch, N smaller kernels instead of one big one, the
 all-reduce, per-replica bookkeeping).

@@ -54,7 +54,7 @@ def test_stubs_are_not_attempted_and_written_code_is(registry, capsys):
     for stub in (..., None, stub_fn, stub_returning_none, {"a": 1, "b": ...}, [1, ...]):
         assert not checks.attempted(stub), stub
         assert checks.check("98.1", stub).status == checks.NOT_ATTEMPTED
-    for answer in (0, written_fn, {"a": 1}, (1, 2), lambda x: x):
+    for answer in (0, written_fn, {"a": 1}, (1, 2), lambda x: x, lambda d, m, o: 3):
         assert checks.attempted(answer), answer
 
 

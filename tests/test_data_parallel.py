@@ -55,7 +55,9 @@ def test_distributed_step_matches_one_device_and_the_mistake_is_n_times():
         import numpy as np, pytest, tensorflow as tf
         strategy = course.mirrored_strategy()
         x, y = dp.teacher_data(16, features=4, classes=3)
-        ref = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(3)])
+        l2 = tf.keras.regularizers.L2(0.1)  # a penalty: scaled by the replicas, not the batch
+        ref = tf.keras.Sequential(
+            [tf.keras.Input((4,)), tf.keras.layers.Dense(3, kernel_regularizer=l2)])
         one = tf.distribute.get_strategy()
 
         def step_on(on, scaling):

@@ -17,6 +17,8 @@ def test_doctor_passes_on_this_machine():
     assert "ok    2-replica MirroredStrategy step" in done.stdout
     assert "ok    loopback gRPC round trip" in done.stdout
     assert "ready" in done.stdout
+    assert "predicted peak memory per lesson" in done.stdout
+    assert "every lesson fits" in done.stdout or "would not fit" in done.stdout
 
 
 def test_doctor_fails_clearly_on_an_impossible_device_count():
@@ -27,3 +29,16 @@ def test_doctor_fails_clearly_on_an_impossible_device_count():
 def test_doctor_gives_up_instead_of_hanging():
     done = _doctor("--timeout", "0.01")
     assert done.returncode == 2 and "did not finish within" in done.stderr
+
+
+def test_memory_report_names_lessons_that_would_not_fit(monkeypatch, capsys):
+    from types import SimpleNamespace
+
+    from tflearn_helpers import doctor, lesson_sizes
+    from tflearn_helpers.devices import DevicePlan
+
+    env = SimpleNamespace(plan=DevicePlan("CPU", 1, 4), devices=["a"] * 4, scale="cpu")
+    monkeypatch.setattr(lesson_sizes, "available_ram", lambda: 64 * 2**20)
+    doctor._memory_report(env)
+    out = capsys.readouterr().out
+    assert "warn  would not fit within 70% of memory: lessons 00" in out and "04" in out

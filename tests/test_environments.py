@@ -43,6 +43,26 @@ def test_every_requirement_is_pinned_inside_its_range():
         )
 
 
+def test_the_oldest_stack_is_the_lower_bound_and_inside_every_range():
+    """Supported range = tested range: pyproject's lower bounds are the oldest stack CI runs."""
+    pins = _pins(ROOT / "requirements" / "oldest.txt")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for text in project["dependencies"]:
+        req = Requirement(text)
+        name = canonicalize_name(req.name)
+        assert name in pins, f"{req.name} is not pinned in requirements/oldest.txt"
+        assert req.specifier.contains(pins[name]), f"{name}=={pins[name]} outside {req.specifier}"
+    lower = {
+        canonicalize_name(Requirement(t).name): s.version
+        for t in project["dependencies"]
+        for s in Requirement(t).specifier
+        if s.operator == ">="
+    }
+    for name in ("tensorflow", "keras", "tf-keras"):
+        assert pins[name].startswith(lower[name]), (name, pins[name], lower[name])
+    assert (pins["tensorflow"], pins["keras"], pins["tf-keras"]) == ("2.19.0", "3.10.0", "2.19.0")
+
+
 def test_main_environment_uses_tensorflow_not_tensorflow_cpu():
     pins = _pins(ROOT / "requirements" / "constraints.txt")
     assert "tensorflow" in pins and "tensorflow-cpu" not in pins  # see TF_FACTS

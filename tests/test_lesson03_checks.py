@@ -5,12 +5,12 @@ from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG, _evaluate
 
 def test_ring_megabytes_hints_without_the_answer():
     right = 2 * 7 / 8 * 25_557_032 * 4 / 1e6
-    assert _evaluate("03.4", right).status == RIGHT
-    assert "bytes" in _evaluate("03.4", right * 1e6).message
-    assert "one copy" in _evaluate("03.4", 25_557_032 * 4 / 1e6).message
-    wrong = _evaluate("03.4", 1.0)
+    assert _evaluate("03.6", right).status == RIGHT
+    assert "bytes" in _evaluate("03.6", right * 1e6).message
+    assert "one copy" in _evaluate("03.6", 25_557_032 * 4 / 1e6).message
+    wrong = _evaluate("03.6", 1.0)
     assert wrong.status == WRONG and f"{right:.0f}" not in wrong.message
-    assert _evaluate("03.4", ...).status == NOT_ATTEMPTED
+    assert _evaluate("03.6", ...).status == NOT_ATTEMPTED
 
 
 def test_wrong_distributed_answers_get_hints():
@@ -29,24 +29,61 @@ def test_wrong_distributed_answers_get_hints():
             return s.experimental_distribute_dataset(
                 tf.data.Dataset.from_tensor_slices((x, y)).batch(b // 2))
 
-        assert "plain tf.data.Dataset" in _evaluate("03.1", plain, strategy).message
-        assert "each replica got" in _evaluate("03.1", per_replica_sized, strategy).message
-        assert "returns None" in _evaluate("03.1", lambda *a: None, strategy).message
-        assert "MirroredStrategy" in _evaluate("03.1", plain, "nope").message
+        assert _evaluate("03.1", strategy, course.devices).ok
+        assert "other devices" in _evaluate("03.1", strategy, course.devices[:1]).message
+        assert "MirroredStrategy" in _evaluate("03.1", tf.distribute.get_strategy(), []).message
+        assert _evaluate("03.1", None, course.devices).status == "not attempted"
+
+        assert "plain tf.data.Dataset" in _evaluate("03.2", plain, strategy).message
+        assert "each replica got" in _evaluate("03.2", per_replica_sized, strategy).message
+        assert "returns None" in _evaluate("03.2", lambda *a: None, strategy).message
+        assert "MirroredStrategy" in _evaluate("03.2", plain, "nope").message
 
         def mean_per_replica(s, model, opt, b):
             return dp.make_train_step(s, model, opt, b, "per_replica")
 
-        hint = _evaluate("03.2", mean_per_replica, strategy).message
+        def no_penalty(s, model, opt, b):
+            loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True, reduction="none")
+
+            def replica(x, y):
+                with tf.GradientTape() as tape:
+                    loss = tf.nn.compute_average_loss(loss_fn(y, model(x)), global_batch_size=b)
+                grads = tape.gradient(loss, model.trainable_variables)
+                opt.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            return tf.function(lambda batch: s.reduce("SUM", s.run(replica, args=batch), None))
+
+        hint = _evaluate("03.3", mean_per_replica, strategy).message
         assert "2 times" in hint, hint
-        assert _evaluate("03.2", dp.make_train_step, strategy).ok
-        assert "no function" in _evaluate("03.2", lambda *a: None, strategy).message
+        assert "model.losses" in _evaluate("03.3", no_penalty, strategy).message
+        assert _evaluate("03.3", dp.make_train_step, strategy).ok
+        assert "no function" in _evaluate("03.3", lambda *a: None, strategy).message
+
+        def not_trained(s, x, y, b, epochs):
+            with s.scope():
+                m = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
+            return m, [1.0] * epochs
+
+        def fits(s, x, y, b, epochs):
+            with s.scope():
+                m = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
+                opt = tf.keras.optimizers.Adam(0.05)
+            step = dp.make_train_step(s, m, opt, b)
+            data = s.experimental_distribute_dataset(
+                tf.data.Dataset.from_tensor_slices((x, y)).batch(b, drop_remainder=True))
+            return m, [sum(float(step(d)) for d in data) for _ in range(epochs)]
+
+        assert "did not fall" in _evaluate("03.4", not_trained, strategy).message
+        assert "two things" in _evaluate("03.4", lambda *a: 1, strategy).message
+        assert _evaluate("03.4", fits, strategy).ok, _evaluate("03.4", fits, strategy)
 
         lone = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
-        assert "not mirrored" in _evaluate("03.3", lone, strategy).message
+        assert "not mirrored" in _evaluate("03.5", lone, strategy).message
         with strategy.scope():
             untrained = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
-        assert "chance" in _evaluate("03.3", untrained, strategy).message
+        assert "chance" in _evaluate("03.5", untrained, strategy).message
         print("ok")
     """)
     assert done.returncode == 0, done.stderr[-3000:]

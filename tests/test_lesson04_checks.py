@@ -1,10 +1,10 @@
 """Exercise checks 04: right answers pass, wrong ones get a hint without the answer."""
 
 import tensorflow as tf
+from helpers import run_python
 
 from tflearn_helpers import input_pipeline
 from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG, _evaluate
-from tflearn_helpers.exercise_checks.lesson04 import RESNET50_PARAMS
 
 
 def _pipeline(policy):
@@ -41,12 +41,37 @@ def test_04_2(tmp_path):
     assert _evaluate("04.2", resume).status == RIGHT
     wrong = _evaluate("04.2", model_only)
     assert wrong.status == WRONG and "optimizer" in wrong.message
-    assert _evaluate("04.2", lambda d, m, o: 3).status == WRONG
+
+    def restores_nothing(directory, model, optimizer):
+        return 3
+
+    assert _evaluate("04.2", restores_nothing).status == WRONG
 
 
-def test_04_3():
-    right = 2 * 7 / 8 * 4 * RESNET50_PARAMS / 1e6
-    assert _evaluate("04.3", right).status == RIGHT
-    hint = _evaluate("04.3", 4 * RESNET50_PARAMS / 1e6)
-    assert hint.status == WRONG and f"{right:.0f}" not in hint.message
-    assert _evaluate("04.3", "a lot").status == WRONG
+def test_04_3_runs_the_learners_normalization():
+    done = run_python("""
+        from tflearn_helpers import setup_course
+        course = setup_course(devices=2, scale="smoke", verbose=False)
+        import keras, numpy as np, tensorflow as tf
+        from tflearn_helpers.checks import _evaluate
+        strategy = course.mirrored_strategy()
+
+        def normalize(synchronized):
+            def fn(s, x):
+                with s.scope():
+                    layer = keras.layers.BatchNormalization(synchronized=synchronized)
+                data = s.experimental_distribute_dataset(tf.data.Dataset.from_tensors(x))
+                out = s.run(lambda v: layer(v, training=True), args=(next(iter(data)),))
+                return np.concatenate([np.asarray(o) for o in s.experimental_local_results(out)])
+            return fn
+
+        assert _evaluate("04.3", normalize(True), strategy).ok
+        hint = _evaluate("04.3", normalize(False), strategy).message
+        assert "own slice" in hint, hint
+        assert "shaped like" in _evaluate("04.3", lambda s, x: x[:2], strategy).message
+        assert "returns None" in _evaluate("04.3", lambda s, x: None, strategy).message
+        assert _evaluate("04.3", lambda s, x: None, "no").status == "wrong"
+        print("ok")
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ok" in done.stdout

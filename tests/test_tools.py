@@ -57,3 +57,31 @@ def test_contract_reports_a_bare_notebook(tmp_path):
     problems = " | ".join(nbtools.contract_problems(path))
     for expected in ("H1", "badge", "You will learn", "setup cell", "takeaways", "outputs"):
         assert expected in problems
+
+
+def test_a_fork_repoints_every_badge_and_install_line_with_one_command(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    root = nbtools.ROOT
+    for folder in ("tools", "notebooks", "solutions", "exercises"):
+        shutil.copytree(root / folder, tmp_path / folder)
+    (tmp_path / "tflearn_helpers").mkdir()
+    for name in ("tflearn_helpers/__init__.py", "pyproject.toml", "README.md", "CONTRIBUTING.md"):
+        shutil.copy(root / name, tmp_path / name)
+    tool = [sys.executable, str(tmp_path / "tools" / "stamp_headers.py")]
+    bad = subprocess.run([*tool, "--slug", "not a slug"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "OWNER/NAME" in bad.stderr
+    subprocess.run([*tool, "--slug", "my-org/my-course"], check=True, capture_output=True)
+    assert subprocess.run([*tool, "--check"], capture_output=True).returncode == 0
+    texts = [
+        p.read_text() for p in tmp_path.rglob("*") if p.suffix in (".ipynb", ".py", ".md", ".toml")
+    ]
+    assert not any(nbtools.repo_slug() in t for t in texts)
+    setup = tmp_path / "exercises" / "03_mirrored_strategy.ipynb"
+    assert "git+https://github.com/my-org/my-course" in setup.read_text()
+    assert (
+        "colab.research.google.com/github/my-org/my-course/blob/main/exercises/"
+        in setup.read_text()
+    )

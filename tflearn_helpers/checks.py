@@ -84,8 +84,14 @@ def _stub_body(fn) -> bool:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
         return False  # no source to read (a lambda in a string, a built-in): assume written
-    body = tree.body[0].body if tree.body and hasattr(tree.body[0], "body") else []
-    for i, node in enumerate(body):
+    defs = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == fn.__name__
+    ]
+    if not defs:  # a lambda: its expression is the answer
+        return False
+    for i, node in enumerate(defs[0].body):
         docstring = i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
         ellipsis = isinstance(node, ast.Expr) and getattr(node.value, "value", 0) is ...
         returns_none = isinstance(node, ast.Return) and (

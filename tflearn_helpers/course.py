@@ -11,6 +11,8 @@ from __future__ import annotations
 import html
 import json
 import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -95,8 +97,10 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
     from nbconvert import HTMLExporter
+    from traitlets.config import Config
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    sockets = Path(tempfile.mkdtemp(prefix="tflearn-kernel-"))  # absolute: the kernel's cwd differs
     nb = nbformat.read(str(path), as_version=4)
     headlines = out_dir / f"{path.stem}.headlines.jsonl"
     headlines.unlink(missing_ok=True)
@@ -114,6 +118,9 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
         nb,
         timeout=cell_timeout,
         kernel_name=kernel,
+        # Unix sockets, not TCP: no kernel port is open to the network, and ipykernel has
+        # no reason to print its "running over TCP without encryption" warning.
+        config=Config({"KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")}}),
         resources={"metadata": {"path": str(path.parent)}},
         on_cell_executed=progress,
     )
@@ -130,6 +137,7 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
         result.update(status="failed", cell=None, error=f"{type(err).__name__}: {err}")
     finally:
         os.environ.pop(HEADLINES_ENV, None)
+        shutil.rmtree(sockets, ignore_errors=True)
     result["seconds"] = time.monotonic() - start
     result["left_running"] = leftovers.leftovers(before)
     if result["left_running"]:

@@ -69,12 +69,15 @@ def per_replica_shapes(strategy, distributed) -> list[tuple[int, tuple[tuple, ..
 
 
 def make_train_step(strategy, model, optimizer, global_batch_size: int, loss_scaling="global"):
-    """A ``tf.function`` training step on a distributed batch ``(x, y)``.
+    """A ``tf.function`` training step on a distributed batch ``(x, y)`` (the step lesson 03
+    writes inline; lesson 04 and the benchmarks reuse it from here).
 
     ``loss_scaling="global"`` divides each replica's summed loss by the *global* batch
     (``tf.nn.compute_average_loss``), so the all-reduced (summed) gradients equal the
-    gradient of the mean loss over the whole batch. ``"per_replica"`` takes each replica's
-    own mean: the classic mistake (gradients ``num_replicas`` times too large).
+    gradient of the mean loss over the whole batch; ``model.losses`` (regularization) are
+    divided by the replicas (``tf.nn.scale_regularization_loss``). ``"per_replica"`` takes
+    each replica's own mean and whole penalty: the classic mistake (gradients
+    ``num_replicas`` times too large).
     Returns the step; it returns the mean loss over the global batch.
     """
     import tensorflow as tf
@@ -95,10 +98,12 @@ def make_train_step(strategy, model, optimizer, global_batch_size: int, loss_sca
     def replica_step(x, y):
         with tf.GradientTape() as tape:
             losses = per_example(y, model(x, training=True))
+            penalty = tf.add_n(model.losses) if model.losses else 0.0
             if loss_scaling == "global":
                 loss = tf.nn.compute_average_loss(losses, global_batch_size=global_batch_size)
+                loss += tf.nn.scale_regularization_loss(penalty)
             else:
-                loss = tf.reduce_mean(losses)
+                loss = tf.reduce_mean(losses) + penalty
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         return tf.nn.compute_average_loss(losses, global_batch_size=global_batch_size)

@@ -3,6 +3,8 @@
 An instructor runs it on each workshop machine (lesson 00 shows its output). It prints
 versions and devices, trains one step on 2 replicas with MirroredStrategy, makes one
 gRPC round trip on loopback, and exits non-zero with the reason when anything fails.
+It then prints each lesson's predicted peak memory per device on this machine (the
+memory model of lesson 00, ``lesson_sizes``) and names the lessons that would not fit.
 Every check has a deadline: a stuck check ends the doctor, it never hangs it.
 """
 
@@ -15,6 +17,8 @@ import subprocess
 import sys
 import threading
 import time
+
+from . import startup_noise
 
 
 class CheckFailed(RuntimeError):
@@ -38,6 +42,7 @@ def main(devices: int = 2, timeout: float = 120.0) -> int:
             detail = check(env)
             print(f"ok    {name}: {detail} ({time.perf_counter() - start:.1f} s)")
         print(f"info  lab 01b kernel (tflearn-legacy): {_legacy_kernel()}")
+        _memory_report(env)
     except Exception as err:  # any failure is the instructor's answer: say it plainly
         print(f"FAIL  {type(err).__name__}: {err}", file=sys.stderr)
         return 1
@@ -90,6 +95,33 @@ def _grpc_round_trip(env) -> str:
     return f"a server on {spec['worker'][0]} ran a graph (it stops when the doctor exits)"
 
 
+def _memory_report(env) -> None:
+    """Each lesson's predicted peak per device here, and the lessons that would not fit."""
+    from . import lesson_sizes
+    from .report import format_table
+
+    gpu_mib = lesson_sizes.gpu_memory_mib() if env.plan.kind == "GPU" else None
+    if gpu_mib:
+        shape = lesson_sizes.GpuShape("this machine", env.plan.physical, gpu_mib)
+        fits = [
+            lesson_sizes.fit_on_gpus(lesson, shape, env.scale) for lesson in lesson_sizes.LESSONS
+        ]
+    else:
+        ram = lesson_sizes.available_ram()
+        fits = [
+            lesson_sizes.fit_on_shared_memory(lesson, len(env.devices), ram, env.scale)
+            for lesson in lesson_sizes.LESSONS
+        ]
+    print(f"info  predicted peak memory per lesson ({env.scale} profile):")
+    print(format_table(lesson_sizes.rows(fits), lesson_sizes.HEADERS))
+    tight = [f"{f.lesson}" for f in fits if not f.fits]
+    if tight:
+        print(f"warn  would not fit within {lesson_sizes.FRACTION:.0%} of memory: lessons "
+              f"{', '.join(tight)}")  # fmt: skip
+    else:
+        print(f"ok    every lesson fits within {lesson_sizes.FRACTION:.0%} of memory")
+
+
 def _legacy_kernel() -> str:
     jupyter = shutil.which("jupyter", path=os.path.dirname(sys.executable))
     if not jupyter:
@@ -99,10 +131,8 @@ def _legacy_kernel() -> str:
 
 
 def _give_up(timeout: float) -> None:
-    print(
+    startup_noise.to_terminal(
         f"FAIL  a check did not finish within {timeout:.0f} s: this machine is stuck or "
-        "far too slow for the course (see lesson 00).",
-        file=sys.stderr,
-        flush=True,
+        "far too slow for the course (see lesson 00).\n"
     )
     os._exit(2)

@@ -1,8 +1,8 @@
 """The setup cell of every notebook: ``setup_course(...)`` (taught in lesson 00).
 
 It sets the environment variables TensorFlow reads at import (log level, oneDNN, legacy
-Keras), then imports TensorFlow, creates the simulated devices a lesson needs and prints
-what the learner has.
+Keras, the CPU allocator), then imports TensorFlow, creates the simulated devices a lesson
+needs and prints what the learner has.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, field
 
 from . import scale as scale_mod
+from . import startup_noise
 from .devices import DEFAULT_GPU_MEMORY_MB, DevicePlan, apply_plan, plan_devices
 from .report import format_table
 
@@ -95,16 +96,17 @@ def setup_course(
     log_placement: log every op's device (TensorFlow honours it only before its first op).
     """
     _set_import_time_env(legacy_keras, onednn)
-    import tensorflow as tf
+    with startup_noise.filtered():  # loading TensorFlow and its devices prints noise
+        import tensorflow as tf
 
-    gpus = tf.config.list_physical_devices("GPU")
-    if log_placement:
-        tf.debugging.set_log_device_placement(True)
-    profile = scale_mod.resolve(scale, has_gpu=bool(gpus))
-    scale_mod.set_current(profile)
-    plan = plan_devices(devices, len(gpus))
-    apply_plan(plan, gpu_memory_mb)
-    names = [d.name for d in tf.config.list_logical_devices(plan.kind)]
+        gpus = tf.config.list_physical_devices("GPU")
+        if log_placement:
+            tf.debugging.set_log_device_placement(True)
+        profile = scale_mod.resolve(scale, has_gpu=bool(gpus))
+        scale_mod.set_current(profile)
+        plan = plan_devices(devices, len(gpus))
+        apply_plan(plan, gpu_memory_mb)
+        names = [d.name for d in tf.config.list_logical_devices(plan.kind)]
     env = CourseEnv(
         tf_version=tf.__version__,
         keras_version=_keras_version(legacy_keras),
@@ -137,6 +139,9 @@ def _set_import_time_env(legacy_keras: bool, onednn: bool | None) -> None:
     elif ONEDNN_ENV not in os.environ and course_onednn_default():
         wanted[ONEDNN_ENV] = "1"  # elsewhere TensorFlow's own default stands
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # CPU memory statistics (get_memory_info) for the memory model, also with oneDNN off;
+    # benchmarks/memory_vs_model.py measured no consistent slowdown from it
+    os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
     if "tensorflow" in sys.modules:
         changed = [k for k, v in wanted.items() if os.environ.get(k, "0") != v]
         if changed:

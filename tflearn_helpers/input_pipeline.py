@@ -1,10 +1,11 @@
-"""A tf.data input pipeline over JPEG records, with each stage switchable so its effect on
-images/s can be measured: sharding by file or by data, parallel map, prefetch (lesson 04).
+"""Plumbing for lesson 04's input pipeline: TFRecord files of JPEGs, their parser, and a
+timer of images/s (the lesson writes the pipeline itself, stage by stage, in its cells).
 
 ``write_shards`` stores images as TFRecord files of JPEG bytes (a real decode per image).
-``make_pipeline`` reads them back; ``images_per_second`` times it, optionally with a
-stand-in accelerator step (``time.sleep``: a GPU busy with a training step does not use the
-CPU, so a sleep models it honestly for the question "does the input keep up?").
+``images_per_second`` times a dataset, optionally with a stand-in accelerator step
+(``time.sleep``: a GPU busy with a training step does not use the CPU, so a sleep models it
+honestly for the question "does the input keep up?"). ``make_pipeline`` is a reference
+pipeline with each stage switchable (the tests use it to build right and wrong answers).
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@ from dataclasses import dataclass
 
 import psutil
 
+#: Set in this process's environment, so every process started from it (a kernel, and the
+#: workers the kernel starts) inherits it. An orphan counts as ours only when it carries it:
+#: another program's background job on the same machine is never reported or killed.
+TAG_ENV = "TFLEARN_LEFTOVERS_TAG"
+
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -17,17 +22,19 @@ class Snapshot:
 
 
 def snapshot() -> Snapshot:
-    """The processes and listening TCP ports on this machine right now."""
+    """The processes and listening TCP ports on this machine right now (call it before
+    starting the kernel: from here on, what this process starts is tagged as ours)."""
+    os.environ.setdefault(TAG_ENV, str(os.getpid()))
     return Snapshot(frozenset(psutil.pids()), frozenset(_listening_ports()))
 
 
 def leftovers(before: Snapshot, wait: float = 10.0) -> list[str]:
     """What appeared since ``before`` and is still there after up to ``wait`` seconds.
 
-    A new Python process counts when it descends from this process or was orphaned (its
-    parent gone, adopted by init): what a notebook's kernel started and did not stop.
-    Other people's processes on the same machine do not count. A new listening port
-    counts when one of those processes holds it.
+    A new Python process counts when it descends from this process, or was orphaned (its
+    parent gone, adopted by init) and carries this process's tag: what a notebook's kernel
+    started and did not stop. Other people's processes on the same machine never count. A
+    new listening port counts when one of those processes holds it.
     """
     deadline = time.monotonic() + wait
     while True:
@@ -66,10 +73,17 @@ def _new_python_processes(before: Snapshot):
             continue
         if proc.info["status"] == psutil.STATUS_ZOMBIE:
             continue
-        if proc.pid not in mine and proc.info["ppid"] != 1:
+        if proc.pid not in mine and not (proc.info["ppid"] == 1 and _tagged(proc)):
             continue
         if "python" in (proc.info["name"] or "").lower():
             yield proc
+
+
+def _tagged(proc: psutil.Process) -> bool:
+    try:
+        return proc.environ().get(TAG_ENV) == os.environ.get(TAG_ENV)
+    except psutil.Error:  # another user's process, or gone
+        return False
 
 
 def _listeners() -> dict[int, int | None]:

@@ -92,6 +92,8 @@ def contract_problems(path: Path) -> list[str]:
         problems.append("the first code cell must be the setup cell (Colab install + setup_course)")
     elif install_spec() not in code[0]:
         problems.append("the setup cell's Colab install line is not built from REPO_SLUG")
+    elif 'find_spec("tflearn_helpers")' not in code[0]:
+        problems.append("the setup cell must skip the install when the package already imports")
     tail = "\n".join(md[-2:])
     if not re.search(r"^#+ .*takeaways", tail, re.I | re.M):
         problems.append("must end with a 'Key takeaways' section")

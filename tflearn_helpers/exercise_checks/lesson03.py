@@ -24,6 +24,35 @@ def _strategy_problem(strategy):
 
 
 @exercise("03.1")
+def mirrored_strategy(strategy, devices):
+    """A MirroredStrategy with one replica on each of ``devices``; it must run a reduction."""
+    import tensorflow as tf
+
+    if not isinstance(strategy, tf.distribute.MirroredStrategy):
+        return f"expected a tf.distribute.MirroredStrategy, got {type(strategy).__name__}"
+    wanted = {_device_key(d) for d in devices}
+    got = {_device_key(d) for d in strategy.extended.worker_devices}
+    if got != wanted:
+        return (
+            f"your strategy has {len(got)} replica(s) on other devices than the {len(wanted)} "
+            "the setup cell made: pass them (course.devices)"
+        )
+    n = strategy.num_replicas_in_sync
+    ids = strategy.run(lambda: tf.distribute.get_replica_context().replica_id_in_sync_group)
+    total = int(strategy.reduce(tf.distribute.ReduceOp.SUM, ids, axis=None))
+    if total != n * (n - 1) // 2:
+        return "the replicas of your strategy did not all run: check its devices"
+    return None
+
+
+def _device_key(name: str) -> tuple[str, int]:
+    import tensorflow as tf
+
+    spec = tf.DeviceSpec.from_string(name)
+    return spec.device_type, spec.device_index
+
+
+@exercise("03.2")
 def distributed_dataset(make_dataset, strategy):
     """make_dataset(strategy, x, y, global_batch) -> a distributed dataset of (x, y)."""
     import tensorflow as tf
@@ -61,7 +90,7 @@ def distributed_dataset(make_dataset, strategy):
     return None
 
 
-@exercise("03.2")
+@exercise("03.3")
 def train_step(make_step, strategy):
     """make_step(strategy, model, optimizer, global_batch) -> step(distributed batch) -> loss."""
     import tensorflow as tf
@@ -72,7 +101,10 @@ def train_step(make_step, strategy):
     n = strategy.num_replicas_in_sync
     global_batch = 8 * n
     x, y = dp.teacher_data(global_batch, features=6, classes=4, seed=3)
-    reference = tf.keras.Sequential([tf.keras.Input((6,)), tf.keras.layers.Dense(4)])
+    l2 = tf.keras.regularizers.L2(0.05)
+    reference = tf.keras.Sequential(
+        [tf.keras.Input((6,)), tf.keras.layers.Dense(4, kernel_regularizer=l2)]
+    )
     one = tf.distribute.get_strategy()
     expected = dp.twin_model(reference, one)
     dp.make_train_step(one, expected, tf.keras.optimizers.SGD(0.5), global_batch)((x, y))
@@ -94,7 +126,8 @@ def train_step(make_step, strategy):
         return f"your update is 1/{n} of the single-device one: how is each replica's loss scaled?"
     if dp.max_abs_difference(model.get_weights(), expected.get_weights()) > 1e-5:
         return (
-            f"your step differs from one device's step on the same batch (update ratio {ratio:.3g})"
+            f"your step differs from one device's step on the same batch (update ratio "
+            f"{ratio:.3g}): how does each replica scale its loss and the model.losses penalty?"
         )
     loss = np.asarray(loss)
     if loss.shape != () or not np.isfinite(loss):
@@ -102,7 +135,34 @@ def train_step(make_step, strategy):
     return None
 
 
-@exercise("03.3")
+@exercise("03.4")
+def trained_with_custom_loop(train, strategy):
+    """train(strategy, x, y, global_batch, epochs) -> (model, loss of each epoch)."""
+    problem = _strategy_problem(strategy)
+    if problem:
+        return problem
+    n, epochs = strategy.num_replicas_in_sync, 3
+    x, y = dp.teacher_data(1024, seed=11)
+    result = train(strategy, x, y, 32 * n, epochs)
+    if not isinstance(result, tuple) or len(result) != 2:
+        return "return two things: the trained model and the list of epoch losses"
+    model, losses = result
+    variables = list(getattr(model, "trainable_variables", []))
+    if not variables:
+        return "the first thing returned should be the trained Keras model"
+    if any(dp.replica_count(v) != n for v in variables):
+        return f"the model's variables are not mirrored on the {n} replicas: where was it built?"
+    if dp.replica_divergence(variables) != 0.0:
+        return "after training, the replicas' copies of the weights differ"
+    losses = [float(v) for v in np.ravel(np.asarray(losses, dtype=float))]
+    if len(losses) != epochs or not all(np.isfinite(losses)):
+        return f"return one finite loss per epoch ({epochs} epochs asked), got {len(losses)}"
+    if not losses[-1] < losses[0]:
+        return "the loss did not fall from the first epoch to the last: is the model trained?"
+    return _beats_chance(model, features=x.shape[1])
+
+
+@exercise("03.5")
 def trained_with_fit(model, strategy):
     """The seed's Keras model trained with fit() on every replica of ``strategy``."""
     problem = _strategy_problem(strategy)
@@ -116,7 +176,10 @@ def trained_with_fit(model, strategy):
         return f"the model's variables are not mirrored on the {n} replicas: where was it built?"
     if dp.replica_divergence(variables) != 0.0:
         return "the replicas' copies of the weights differ"
-    features = variables[0].shape[0]
+    return _beats_chance(model, features=variables[0].shape[0])
+
+
+def _beats_chance(model, features: int):
     x, y = dp.teacher_data(2048, features=features, seed=123)
     accuracy = float(np.mean(np.argmax(np.asarray(model(x)), axis=1) == y))
     if accuracy <= 2 / 10:
@@ -124,7 +187,7 @@ def trained_with_fit(model, strategy):
     return None
 
 
-@exercise("03.4")
+@exercise("03.6")
 def ring_megabytes(answer):
     """MB each of 8 GPUs sends per step to all-reduce 25,557,032 float32 gradients (ring)."""
     size = 25_557_032 * 4

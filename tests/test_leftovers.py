@@ -1,0 +1,35 @@
+import os
+import subprocess
+import sys
+
+import psutil
+
+from tflearn_helpers import leftovers
+
+ORPHAN = (  # starts a sleeper in its own session and exits: the sleeper is orphaned
+    "import subprocess as s, sys; print(s.Popen([sys.executable, '-c', 'import time; "
+    "time.sleep(30)'], start_new_session=True, stdout=s.DEVNULL, stderr=s.DEVNULL).pid)"
+)
+
+
+def _orphan(env) -> psutil.Process:
+    out = subprocess.run([sys.executable, "-c", ORPHAN], env=env, capture_output=True, text=True)
+    return psutil.Process(int(out.stdout))
+
+
+def test_only_orphans_started_from_here_count_and_others_are_never_killed():
+    before = leftovers.snapshot()
+    ours = _orphan(dict(os.environ))
+    stranger_env = {k: v for k, v in os.environ.items() if k != leftovers.TAG_ENV}
+    stranger = _orphan(stranger_env)  # someone else's background job on this machine
+    try:
+        found = leftovers.leftovers(before, wait=0.5)
+        assert any(f"process {ours.pid}:" in line for line in found), found
+        assert not any(f"process {stranger.pid}:" in line for line in found), found
+        leftovers.kill(before)
+        ours.wait(5)
+        assert stranger.is_running()
+    finally:
+        for proc in (ours, stranger):
+            if proc.is_running():
+                proc.kill()

@@ -1,0 +1,182 @@
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tflearn_helpers import memory
+from tflearn_helpers.memory_probe import measure, result
+
+
+def small_cnn(policy="float32"):
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        return keras.Sequential(
+            [
+                keras.Input((16, 16, 3)),
+                keras.layers.Conv2D(8, 3, padding="same", name="conv"),
+                keras.layers.BatchNormalization(name="bn"),
+                keras.layers.ReLU(name="relu"),
+                keras.layers.GlobalAveragePooling2D(name="pool"),
+                keras.layers.Dense(4, name="logits"),
+            ]
+        )
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+def chain(widths=(32, 64, 128, 64, 10)):
+    inputs = keras.Input((16,))
+    x = inputs
+    for i, w in enumerate(widths):
+        x = keras.layers.Dense(w, name=f"d{i}")(x)
+    return keras.Model(inputs, x)
+
+
+def test_dtype_bytes_accepts_names_and_dtypes():
+    assert memory.dtype_bytes("float16") == 2
+    assert memory.dtype_bytes(tf.float32) == 4
+    assert memory.dtype_bytes(np.dtype("float64")) == 8
+    with pytest.raises(ValueError, match="unknown dtype"):
+        memory.dtype_bytes("complex64")
+
+
+def test_profile_counts_variables_and_the_activations_backward_reads():
+    model = small_cnn()
+    mem = memory.profile(model)
+    assert mem.parameter_bytes == 4 * model.count_params()
+    assert mem.trainable_bytes == 4 * sum(int(np.prod(v.shape)) for v in model.trainable_weights)
+    kept = {layer.name: layer.kept_per_example for layer in mem.layers}
+    feature_map = 16 * 16 * 8 * 4
+    assert kept["conv"] == feature_map  # batch norm's gradient reads its input
+    assert kept["bn"] == 0  # only ReLU reads it, and ReLU's gradient needs its own output
+    assert kept["relu"] == feature_map
+    assert kept["logits"] == 4 * 4  # the loss reads the logits
+    assert mem.input_per_example == 16 * 16 * 3 * 4
+
+
+def test_adam_state_is_four_times_the_parameters():
+    mem = memory.profile(chain())
+    f = memory.one_device(mem, 8, "adam")
+    assert f.parameters + f.gradients + f.optimizer == 4 * mem.parameter_bytes
+    assert memory.one_device(mem, 8, "sgd").optimizer == 0
+
+
+def test_mixed_precision_halves_activations_not_master_weights():
+    full, mixed = memory.profile(small_cnn()), memory.profile(small_cnn("mixed_float16"))
+    assert mixed.parameter_bytes == full.parameter_bytes  # float32 master weights
+    assert mixed.kept_per_example * 2 == full.kept_per_example
+    assert mixed.weight_copy_bytes == full.trainable_bytes // 2 and full.weight_copy_bytes == 0
+
+
+def test_activations_grow_with_the_batch_and_the_rest_does_not():
+    mem = memory.profile(small_cnn())
+    a, b = memory.one_device(mem, 8), memory.one_device(mem, 16)
+    assert b.activations == 2 * a.activations and b.inputs == 2 * a.inputs
+    assert (a.parameters, a.gradients, a.optimizer) == (b.parameters, b.gradients, b.optimizer)
+    assert a.total == a.parameters + a.gradients + a.optimizer + a.activations + a.inputs
+    assert [name for name, _ in a.rows()][-1] == "total"
+
+
+def test_mirrored_replicas_hold_everything_but_a_slice_of_the_batch():
+    mem = memory.profile(small_cnn())
+    assert memory.mirrored(mem, 32, 4) == memory.one_device(mem, 8)
+    with pytest.raises(ValueError, match="does not split"):
+        memory.mirrored(mem, 30, 4)
+    with pytest.raises(ValueError, match="replicas"):
+        memory.mirrored(mem, 32, 0)
+
+
+def test_split_makes_stages_that_add_up():
+    mem = memory.profile(chain())
+    stages = mem.split(["d1", "d3"])
+    assert [len(s.layers) for s in stages] == [2, 2, 1]
+    assert sum(s.parameter_bytes for s in stages) == mem.parameter_bytes
+    assert stages[1].input_per_example == 64 * 4  # what stage 0 sends on
+    for bad in (["nope"], ["d3", "d1"], ["d4"]):
+        with pytest.raises(ValueError):
+            mem.split(bad)
+
+
+def test_gpipe_keeps_every_micro_batch_and_1f1b_at_most_k_minus_s():
+    mem = memory.profile(chain())
+    cuts = ["d0", "d1", "d2"]  # 4 stages
+    naive = memory.pipeline(mem, cuts, 64, 1)
+    gpipe = memory.pipeline(mem, cuts, 64, 8, "gpipe")
+    ofob = memory.pipeline(mem, cuts, 64, 8, "1f1b")
+    stages = mem.split(cuts)
+    for s, stage in enumerate(stages):
+        per_example = stage.kept_per_example + stage.backward_per_example
+        assert gpipe[s].activations == naive[s].activations == 64 * per_example
+        assert ofob[s].activations == min(8, 4 - s) * 8 * per_example
+    # with M <= K - s micro-batches, 1F1B keeps as many as GPipe
+    assert memory.pipeline(mem, cuts, 64, 2, "1f1b")[:3] == memory.pipeline(mem, cuts, 64, 2)[:3]
+    with pytest.raises(ValueError, match="schedule"):
+        memory.pipeline(mem, cuts, 64, 2, "zigzag")
+    with pytest.raises(ValueError, match="micro-batches"):
+        memory.pipeline(mem, cuts, 64, 3)
+
+
+def test_parameter_servers_hold_variables_and_slots_workers_the_activations():
+    mem = memory.profile(chain())
+    prints = memory.parameter_server(mem, 2, 32, "adam")
+    ps = [prints["ps:0"], prints["ps:1"]]
+    assert sum(p.parameters for p in ps) == mem.parameter_bytes
+    assert all(p.optimizer == 2 * p.gradients and p.activations == 0 for p in ps)
+    worker = prints["worker"]
+    assert worker.optimizer == 0 and worker.activations == memory.one_device(mem, 32).activations
+
+
+def test_largest_batch_stays_within_the_fraction():
+    def need(batch):
+        return 100 + 10 * batch
+
+    assert memory.largest_batch(need, 1000, 0.7, multiple=1) == 60
+    assert memory.largest_batch(need, 1000, 0.7, multiple=8) == 56
+    assert memory.largest_batch(need, 100) == 0
+    with pytest.raises(ValueError):
+        memory.largest_batch(need, 1000, 1.5)
+    with pytest.raises(ValueError, match="optimizer"):
+        memory.slots("lion")
+
+
+def test_out_of_memory_becomes_a_message_with_what_to_change():
+    def need(batch):
+        return (batch + 1) * memory.MiB
+
+    with pytest.raises(memory.DeviceOutOfMemoryError) as caught:
+        with memory.explain_oom(64, need, 40 * memory.MiB, "BATCH in the sizes cell"):
+            raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor")
+    text = str(caught.value)
+    assert "batch of 64" in text and "65 MiB" in text and "40 MiB" in text
+    assert "Change BATCH in the sizes cell: lower it to 24 or less" in text
+    assert isinstance(caught.value.__cause__, tf.errors.ResourceExhaustedError)
+    with pytest.raises(KeyError):  # anything else passes through untouched
+        with memory.explain_oom(64, need, 40 * memory.MiB, "BATCH"):
+            raise KeyError("x")
+    assert "no batch fits" in memory.oom_message(4, need, memory.MiB // 2, "BATCH")
+
+
+def _cpu_stats_available(**env) -> bool:
+    code = "import tensorflow as tf; tf.config.experimental.get_memory_info('CPU:0')"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **env)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    return done.returncode == 0
+
+
+def test_cpu_allocator_stats_need_bfc_or_onednn():
+    # TensorFlow's default CPU allocator keeps no statistics; the BFC allocator does, and
+    # so does oneDNN's CPU allocator (the course turns oneDNN on for x86-64 CPUs).
+    assert not _cpu_stats_available(TF_ENABLE_ONEDNN_OPTS="0", TF_CPU_ALLOCATOR_USE_BFC="false")
+    assert _cpu_stats_available(TF_ENABLE_ONEDNN_OPTS="0", TF_CPU_ALLOCATOR_USE_BFC="true")
+
+
+def test_model_is_within_30_percent_of_a_measured_compiled_step():
+    from tflearn_helpers.cpu_speed import build_model
+
+    probe = result(measure(32, "small", 32, steps=1, timeout=300))
+    guess = memory.one_device(memory.profile(build_model("small", 32)), 32, "adam").total
+    assert probe.peak and abs(guess / probe.peak - 1) <= 0.3, (guess, probe.peak)

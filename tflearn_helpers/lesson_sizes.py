@@ -1,0 +1,246 @@
+"""Each lesson's sizes and the GPUs learners have: does every lesson fit? (issue 13)
+
+The ``gpu`` profile runs wherever a GPU is found (Colab, Kaggle, a cloud box), so its
+sizes are chosen from the memory model (``memory.py``, taught in lesson 00): for every
+lesson and every :data:`SHAPES` entry, the predicted peak per device must stay within
+:data:`FRACTION` of that device's memory (``tests/test_lesson_sizes.py`` checks it, no GPU
+needed). When one GPU is split into a lesson's logical GPUs, each gets the lesson's
+``gpu_memory_mb`` and together they leave 10 % of the card to CUDA and cuDNN.
+``doctor`` prints the same table for the machine it runs on.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import memory
+from .devices import DEFAULT_GPU_MEMORY_MB, plan_devices
+
+_BLOCK_END = re.compile(r"^conv\d+_block\d+_out$")
+FRACTION = 0.7  # of a device's memory a lesson may plan to use at its peak
+CARD_SHARE = 0.9  # of a card the logical GPUs carved from it may take together
+
+
+@dataclass(frozen=True)
+class GpuShape:
+    """A machine learners use: how many GPUs, and MiB per GPU as ``nvidia-smi`` reports."""
+
+    name: str
+    gpus: int
+    memory_mib: int
+
+
+SHAPES = (
+    GpuShape("Colab/Kaggle 1x T4 16 GB", 1, 15_360),
+    GpuShape("Kaggle 2x T4 16 GB", 2, 15_360),
+    GpuShape("1x L4 24 GB", 1, 23_034),
+    GpuShape("8x A100/H100 80 GB", 8, 81_920),
+)
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """A lesson's device request and its predicted peak bytes per device, by profile."""
+
+    number: str
+    devices: int | None  # what its setup cell asks for
+    gpu_memory_mb: int  # per logical GPU when one GPU is split
+    setting: str  # the one setting to change when it does not fit
+    peaks: Callable[[str, int], list[int]]  # (profile, devices) -> bytes per device
+
+
+# Recommended gpu-profile sizes, chosen with ``memory.largest_batch`` (see the report).
+RESNET_IMAGE = {"smoke": 32, "cpu": 32, "gpu": 224}  # lesson 04
+PER_REPLICA_BATCH = {"smoke": 16, "cpu": 16, "gpu": 32}  # lesson 04: global = this x N
+PIPELINE_IMAGE = {"smoke": 32, "cpu": 64, "gpu": 224}  # lesson 05
+PIPELINE_BATCH = {"smoke": 8, "cpu": 32, "gpu": 16}  # lesson 05
+MICRO_BATCHES = (1, 2, 4, 8)
+
+
+@functools.cache
+def resnet50(image: int, policy: str = "float32") -> memory.ModelMemory:
+    """The memory profile of Keras' ResNet-50 at ``image`` pixels, 10 classes."""
+    import keras
+
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        model = keras.applications.ResNet50(weights=None, input_shape=(image, image, 3), classes=10)
+        return memory.profile(model)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+@functools.cache
+def mlp(features: int, hidden: int, outputs: int) -> memory.ModelMemory:
+    """The memory profile of a one-hidden-layer perceptron (lessons 01-03, 06)."""
+    import keras
+
+    model = keras.Sequential(
+        [keras.Input((features,)), keras.layers.Dense(hidden, activation="relu"),
+         keras.layers.Dense(outputs)]
+    )  # fmt: skip
+    return memory.profile(model)
+
+
+def pipeline_cuts(mem: memory.ModelMemory, stages: int) -> list[str]:
+    """Block-boundary cuts balancing parameters: the heaviest first stage any balance of
+    ResNet-50 makes (early blocks have few parameters and most activations)."""
+    from .model_parallel import balance
+
+    names = [layer.name for layer in mem.layers if _BLOCK_END.match(layer.name)]
+    segments = mem.split(names)
+    last = balance([s.parameter_bytes for s in segments], stages)
+    return [names[i] for i in last]
+
+
+def _lesson00(profile: str, n: int) -> list[int]:
+    side = {"smoke": 1024, "cpu": 1536, "gpu": 4096}[profile]
+    return [3 * side * side * 4] * n  # x, x + i and their product on every device
+
+
+def _lesson01(profile: str, n: int) -> list[int]:
+    prints = memory.parameter_server(mlp(784, 128, 10), 1, 32, "sgd")
+    return [p.total for p in prints.values()]
+
+
+def _lesson02(profile: str, n: int) -> list[int]:
+    prints = memory.parameter_server(mlp(8, 32, 1), 2, 64, "sgd")
+    return [p.total for p in prints.values()]
+
+
+def _lesson03(profile: str, n: int) -> list[int]:
+    gradient = resnet50(32).trainable_bytes  # the all-reduce of a ResNet-50-sized gradient
+    replica = memory.mirrored(mlp(20, 128, 10), 32 * n, n, "sgd")
+    return [replica.total + 3 * gradient] * n  # input, output and one packed buffer
+
+
+def _lesson04(profile: str, n: int) -> list[int]:
+    mem = resnet50(RESNET_IMAGE[profile])
+    return [memory.mirrored(mem, PER_REPLICA_BATCH[profile] * n, n, "adam").total] * n
+
+
+def _lesson05(profile: str, n: int) -> list[int]:
+    mem, batch = resnet50(PIPELINE_IMAGE[profile]), PIPELINE_BATCH[profile]
+    worst = [0] * n
+    for k in sorted({2, min(4, n)}):
+        cuts = pipeline_cuts(mem, k)
+        for m, schedule in itertools.product(MICRO_BATCHES, memory.SCHEDULES):
+            for i, stage in enumerate(memory.pipeline(mem, cuts, batch, m, schedule, "momentum")):
+                worst[i] = max(worst[i], stage.total)
+    return worst
+
+
+def _lesson06(profile: str, n: int) -> list[int]:
+    return [memory.mirrored(mlp(20, 64, 10), 64, 2, "sgd").total] * n
+
+
+LESSONS = (
+    Lesson("00", 4, DEFAULT_GPU_MEMORY_MB, "the matrix size n", _lesson00),
+    Lesson("01", 2, DEFAULT_GPU_MEMORY_MB, "BATCH", _lesson01),
+    Lesson("02", None, DEFAULT_GPU_MEMORY_MB, "the batch size", _lesson02),
+    Lesson("03", 4, DEFAULT_GPU_MEMORY_MB, "PER_REPLICA_BATCH", _lesson03),
+    Lesson("04", 2, 6_912, "the per-replica batch (GLOBAL_BATCH = it x N)", _lesson04),
+    Lesson("05", 4, 3_328, "BATCH", _lesson05),
+    Lesson("06", 2, DEFAULT_GPU_MEMORY_MB, "the global batch", _lesson06),
+)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One lesson on one machine: bytes per device predicted and available."""
+
+    lesson: str
+    machine: str
+    devices: int
+    peak: int  # the largest predicted peak over the lesson's devices
+    limit: int  # bytes per device
+    card_ok: bool  # the logical GPUs carved from one card leave it room
+
+    @property
+    def share(self) -> float:
+        return self.peak / self.limit
+
+    @property
+    def fits(self) -> bool:
+        return self.card_ok and self.share <= FRACTION
+
+
+def fit_on_gpus(lesson: Lesson, shape: GpuShape, profile: str = "gpu") -> Fit:
+    """How ``lesson`` lays out on ``shape`` (as ``setup_course`` would) and whether it fits."""
+    plan = plan_devices(lesson.devices, shape.gpus)
+    if plan.simulated:
+        limit_mib = lesson.gpu_memory_mb
+        card_ok = plan.per_physical * limit_mib <= CARD_SHARE * shape.memory_mib
+    else:
+        limit_mib, card_ok = shape.memory_mib, True
+    peak = max(lesson.peaks(profile, plan.total))
+    return Fit(lesson.number, shape.name, plan.total, peak, limit_mib * memory.MiB, card_ok)
+
+
+def fit_on_shared_memory(lesson: Lesson, devices: int, available: int, profile: str) -> Fit:
+    """Logical CPUs share one memory: the lesson fits when all its devices' peaks do."""
+    peaks = lesson.peaks(profile, lesson.devices or devices)
+    return Fit(lesson.number, "RAM, all devices together", len(peaks), sum(peaks), available, True)
+
+
+def rows(fits: list[Fit]) -> list[tuple]:
+    """Rows for ``report.print_table`` with :data:`HEADERS`."""
+    return [
+        (f.lesson, f.machine, f.devices, f"{f.peak / memory.MiB:,.0f}",
+         f"{f.limit / memory.MiB:,.0f}", f"{100 * f.share:.0f} %",
+         "yes" if f.fits else "NO" + ("" if f.card_ok else " (card over-split)"))
+        for f in fits
+    ]  # fmt: skip
+
+
+HEADERS = ("lesson", "machine", "devices", "peak MiB/device", "limit MiB", "share", "fits")
+
+
+def explain(number: str, devices: int, limit_mib: int, profile: str = "gpu") -> str:
+    """One sentence a lesson prints: its predicted peak per device against the limit."""
+    lesson = next(item for item in LESSONS if item.number == number)
+    peak = max(lesson.peaks(profile, devices))
+    return (
+        f"lesson {number}, {profile} profile, {devices} devices: the memory model predicts "
+        f"{peak / memory.MiB:,.0f} MiB per device at the peak of a step, "
+        f"{peak / (limit_mib * memory.MiB):.0%} of {limit_mib:,} MiB (the course allows "
+        f"{FRACTION:.0%}; to change it: {lesson.setting})"
+    )
+
+
+def device_limit_bytes(kind: str, simulated: bool, gpu_memory_mb: int, devices: int) -> int:
+    """Bytes one device may use: a logical GPU's limit, a real GPU's memory, or for logical
+    CPUs an equal share of the memory available now (they share it)."""
+    if kind == "GPU":
+        return (gpu_memory_mb if simulated else gpu_memory_mib() or gpu_memory_mb) * memory.MiB
+    return available_ram() // devices
+
+
+def gpu_memory_mib() -> int | None:
+    """MiB of the first GPU as nvidia-smi reports it (None without nvidia-smi)."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    query = [smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits"]
+    done = subprocess.run(query, capture_output=True, text=True, timeout=30)
+    lines = done.stdout.split()
+    return int(lines[0]) if done.returncode == 0 and lines else None
+
+
+def available_ram() -> int:
+    """Bytes of memory available to new work (Linux MemAvailable; else all physical)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -1,0 +1,297 @@
+"""Where training memory goes: the bytes each device holds during a step (lesson 00).
+
+A training step keeps on the device that runs it:
+
+- **parameters**: every variable, in its own dtype (float32 master weights even under
+  mixed precision);
+- **gradients**: one per trainable variable, in the variable's dtype;
+- **optimizer state**: Adam keeps 2 slots per trainable variable, momentum SGD 1, SGD 0;
+- **activations**: the layer outputs the backward pass needs, for every example in flight,
+  in the layer's compute dtype (``mixed_float16`` halves them); the two gradients of
+  activations the backward pass holds at a time (into and out of the layer it is at,
+  sized by the largest layer output); and the half-precision copies of the weights that
+  mixed precision computes with;
+- **inputs**: the batch itself.
+
+``profile(model)`` reads a Keras functional (or Sequential) model's variables and layer
+outputs once; ``one_device``, ``mirrored``, ``pipeline`` and ``parameter_server`` turn it
+into a :class:`Footprint` per device. ``benchmarks/memory_vs_model.py`` and lesson 00 check
+the prediction against TensorFlow's allocator (``tf.config.experimental.get_memory_info``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+MiB = 2**20
+SLOTS = {"sgd": 0, "momentum": 1, "rmsprop": 1, "adagrad": 1, "adam": 2, "adamw": 2}
+SCHEDULES = ("gpipe", "1f1b")
+_DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int32": 4, "int64": 8}
+# Which tensors TensorFlow's gradient functions read: Conv2DBackpropFilter and MatMul read the
+# layer's input, FusedBatchNormGradV3 its input, ReluGrad the output, MaxPoolGrad both. A layer
+# in no list is assumed to need its input (erring on the high side).
+_NEEDS_OUTPUT = {"ReLU", "Activation", "Softmax", "MaxPooling1D", "MaxPooling2D", "MaxPooling3D"}
+_NEEDS_NO_INPUT = {
+    "Add", "ZeroPadding1D", "ZeroPadding2D", "GlobalAveragePooling1D", "GlobalAveragePooling2D",
+    "AveragePooling2D", "Flatten", "Reshape", "Rescaling", "ReLU", "Activation", "Softmax",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LayerMemory:
+    """One layer: its variables as (bytes, trainable), and activation bytes kept per example."""
+
+    name: str
+    variables: tuple[tuple[int, bool], ...]
+    kept_per_example: int
+    output_per_example: int
+    compute_bytes: int  # bytes per element it computes in (2 under mixed_float16)
+
+    @property
+    def trainable_bytes(self) -> int:
+        return sum(size for size, trainable in self.variables if trainable)
+
+
+@dataclass(frozen=True)
+class ModelMemory:
+    """What a model needs before a batch or devices are chosen (see :func:`profile`)."""
+
+    layers: tuple[LayerMemory, ...]
+    input_per_example: int
+
+    @property
+    def variable_sizes(self) -> list[tuple[int, bool]]:
+        return [v for layer in self.layers for v in layer.variables]
+
+    @property
+    def parameter_bytes(self) -> int:
+        return sum(size for size, _ in self.variable_sizes)
+
+    @property
+    def trainable_bytes(self) -> int:
+        return sum(layer.trainable_bytes for layer in self.layers)
+
+    @property
+    def kept_per_example(self) -> int:
+        return sum(layer.kept_per_example for layer in self.layers)
+
+    @property
+    def backward_per_example(self) -> int:
+        """Activation gradients alive at once: into and out of the largest layer."""
+        return 2 * max((layer.output_per_example for layer in self.layers), default=0)
+
+    @property
+    def weight_copy_bytes(self) -> int:
+        """Half-precision copies of the weights that mixed-precision layers compute with."""
+        return sum(
+            layer.trainable_bytes * layer.compute_bytes // 4
+            for layer in self.layers
+            if layer.compute_bytes < 4
+        )
+
+    def split(self, cuts: list[str]) -> list[ModelMemory]:
+        """The stages made by cutting after each layer named in ``cuts`` (in order)."""
+        names = [layer.name for layer in self.layers]
+        missing = [c for c in cuts if c not in names]
+        if missing:
+            raise ValueError(f"no layers named {missing}")
+        ends = [names.index(c) + 1 for c in cuts]
+        if ends != sorted(set(ends)) or len(names) in ends:
+            raise ValueError(f"cuts must be distinct, in order, and before the last layer: {cuts}")
+        stages, first, inputs = [], 0, self.input_per_example
+        for end in [*ends, len(names)]:
+            stages.append(ModelMemory(self.layers[first:end], inputs))
+            first, inputs = end, self.layers[end - 1].output_per_example
+        return stages
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Bytes one device holds at the peak of a training step."""
+
+    parameters: int
+    gradients: int
+    optimizer: int
+    activations: int
+    inputs: int
+
+    @property
+    def total(self) -> int:
+        return self.parameters + self.gradients + self.optimizer + self.activations + self.inputs
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(part, MiB) rows for ``report.print_table``."""
+        parts = ("parameters", "gradients", "optimizer", "activations", "inputs", "total")
+        return [(p, f"{getattr(self, p) / MiB:,.1f}") for p in parts]
+
+
+def dtype_bytes(dtype) -> int:
+    """Bytes per element of a dtype given by name or as a TF/NumPy/Keras dtype."""
+    name = getattr(dtype, "name", str(dtype)).split(".")[-1]
+    if name not in _DTYPE_BYTES:
+        raise ValueError(f"unknown dtype {dtype!r}; known: {sorted(_DTYPE_BYTES)}")
+    return _DTYPE_BYTES[name]
+
+
+def profile(model) -> ModelMemory:
+    """Read a built Keras functional or Sequential model: variables and kept activations."""
+    layers = [layer for layer in model.layers if type(layer).__name__ != "InputLayer"]
+    read_by_gradient = {id(t) for t in _tensors(model.outputs)}  # the loss reads the logits
+    for layer in layers:
+        if type(layer).__name__ not in _NEEDS_NO_INPUT:
+            read_by_gradient.update(id(t) for t in _tensors(layer.input))
+    out = []
+    for layer in layers:
+        outputs = _tensors(layer.output)
+        size = sum(_per_example(t) for t in outputs)
+        keeps = type(layer).__name__ in _NEEDS_OUTPUT or any(
+            id(t) in read_by_gradient for t in outputs
+        )
+        variables = tuple(
+            (_count(v.shape) * dtype_bytes(v.dtype), bool(v.trainable)) for v in layer.weights
+        )
+        compute = dtype_bytes(layer.compute_dtype)
+        out.append(LayerMemory(layer.name, variables, size if keeps else 0, size, compute))
+    return ModelMemory(tuple(out), sum(_per_example(t) for t in model.inputs))
+
+
+def one_device(
+    mem: ModelMemory, batch: int, optimizer: str = "adam", examples_kept: int | None = None
+) -> Footprint:
+    """One device holding the whole model and ``batch`` examples (``examples_kept`` of
+    them with activations alive, default all)."""
+    _check_positive(batch=batch)
+    kept = batch if examples_kept is None else examples_kept
+    return Footprint(
+        parameters=mem.parameter_bytes,
+        gradients=mem.trainable_bytes,
+        optimizer=slots(optimizer) * mem.trainable_bytes,
+        activations=kept * (mem.kept_per_example + mem.backward_per_example)
+        + mem.weight_copy_bytes,
+        inputs=batch * mem.input_per_example,
+    )
+
+
+def mirrored(mem: ModelMemory, global_batch: int, replicas: int, optimizer="adam") -> Footprint:
+    """Each MirroredStrategy replica: a full copy of the model and optimizer state, and
+    ``global_batch / replicas`` examples."""
+    _check_positive(global_batch=global_batch, replicas=replicas)
+    if global_batch % replicas:
+        raise ValueError(f"global batch {global_batch} does not split over {replicas} replicas")
+    return one_device(mem, global_batch // replicas, optimizer)
+
+
+def pipeline(
+    mem: ModelMemory,
+    cuts: list[str],
+    batch: int,
+    micro_batches: int = 1,
+    schedule: str = "gpipe",
+    optimizer: str = "adam",
+) -> list[Footprint]:
+    """Each stage of a model split after ``cuts`` (``micro_batches=1``: plain model
+    parallelism). GPipe runs every forward first, so a stage keeps all M micro-batches'
+    activations; 1F1B starts backwards early, so stage s (of K) keeps at most K - s."""
+    _check_positive(batch=batch, micro_batches=micro_batches)
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    if batch % micro_batches:
+        raise ValueError(f"batch {batch} does not split into {micro_batches} micro-batches")
+    stages = mem.split(cuts)
+    micro = batch // micro_batches
+    prints = []
+    for s, stage in enumerate(stages):
+        alive = micro_batches if schedule == "gpipe" else min(micro_batches, len(stages) - s)
+        held = batch if s == 0 else alive * micro  # stage 0 holds the whole input batch
+        prints.append(one_device(stage, held, optimizer, examples_kept=alive * micro))
+    return prints
+
+
+def parameter_server(
+    mem: ModelMemory, ps_tasks: int, worker_batch: int, optimizer: str = "adam"
+) -> dict[str, Footprint]:
+    """Each ps task (whole variables dealt round-robin, as ``replica_device_setter`` and
+    ParameterServerStrategy without a partitioner do; the optimizer update and its slots
+    live with the variable) and each worker (reads every variable, computes gradients)."""
+    _check_positive(ps_tasks=ps_tasks, worker_batch=worker_batch)
+    shards = [[] for _ in range(ps_tasks)]
+    for i, variable in enumerate(mem.variable_sizes):
+        shards[i % ps_tasks].append(variable)
+    result = {}
+    for task, shard in enumerate(shards):
+        trainable = sum(size for size, t in shard if t)
+        result[f"ps:{task}"] = Footprint(
+            sum(size for size, _ in shard), trainable, slots(optimizer) * trainable, 0, 0
+        )
+    work = one_device(mem, worker_batch, "sgd")
+    result["worker"] = work
+    return result
+
+
+def slots(optimizer: str) -> int:
+    """Slot variables per trainable variable of an optimizer named like Keras' ("adam")."""
+    if optimizer.lower() not in SLOTS:
+        raise ValueError(f"unknown optimizer {optimizer!r}; known: {sorted(SLOTS)}")
+    return SLOTS[optimizer.lower()]
+
+
+def largest_batch(peak_of, limit_bytes: int, fraction: float = 0.7, multiple: int = 8) -> int:
+    """The largest multiple of ``multiple`` whose ``peak_of(batch)`` bytes are at most
+    ``fraction`` of ``limit_bytes`` (0 if not even ``multiple`` fits)."""
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+    budget, batch = fraction * limit_bytes, 0
+    while peak_of(batch + multiple) <= budget and batch < 1 << 16:
+        batch += multiple
+    return batch
+
+
+class DeviceOutOfMemoryError(RuntimeError):
+    """A training step ran out of device memory; the message says what to change."""
+
+
+def oom_message(batch: int, need, limit_bytes: int, setting: str, fraction=0.7) -> str:
+    """What to tell the learner: the batch tried, the predicted need (``need(batch)`` bytes),
+    the device's limit and the one setting to change, with a batch the model says fits."""
+    fits = largest_batch(need, limit_bytes, fraction, multiple=1 if batch < 8 else 8)
+    advice = f"lower it to {fits} or less" if fits else "no batch fits: use a smaller model"
+    return (
+        f"out of device memory training a batch of {batch}: the memory model predicts "
+        f"{need(batch) / MiB:,.0f} MiB at the peak of a step, and the device has "
+        f"{limit_bytes / MiB:,.0f} MiB. Change {setting}: {advice} (the largest batch "
+        f"predicted to use at most {fraction:.0%} of the device)."
+    )
+
+
+@contextlib.contextmanager
+def explain_oom(batch: int, need, limit_bytes: int, setting: str):
+    """Turn a ``ResourceExhaustedError`` raised inside into a :class:`DeviceOutOfMemoryError`
+    whose message is :func:`oom_message` (the original error is its ``__cause__``)."""
+    import tensorflow as tf
+
+    try:
+        yield
+    except tf.errors.ResourceExhaustedError as err:
+        raise DeviceOutOfMemoryError(oom_message(batch, need, limit_bytes, setting)) from err
+
+
+def _tensors(value) -> list:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _per_example(tensor) -> int:
+    return _count(tensor.shape[1:]) * dtype_bytes(tensor.dtype)
+
+
+def _count(shape) -> int:
+    size = 1
+    for d in shape:
+        size *= int(d)
+    return size
+
+
+def _check_positive(**values) -> None:
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
