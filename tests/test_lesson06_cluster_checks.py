@@ -47,36 +47,3 @@ def test_failed_or_diverging_workers_are_reported(tmp_path):
 
 def test_unlaunched_workers_are_not_attempted(tmp_path):
     assert _evaluate("06.4", ..., tmp_path, good_config).status == NOT_ATTEMPTED
-
-
-def test_parameter_server_check_refuses_wrong_answers():
-    assert "ParameterServerStrategy" in _evaluate("06.5", object(), object(), [1.0]).message
-    assert _evaluate("06.5", ..., ..., ...).status == NOT_ATTEMPTED
-
-
-def test_parameter_server_check_accepts_a_trained_model_on_ps_tasks():
-    from helpers import run_python
-
-    done = run_python(
-        """
-from tflearn_helpers import setup_course, cluster
-setup_course(devices=2, verbose=False)
-import keras
-import tensorflow as tf
-from tflearn_helpers.checks import _evaluate
-
-spec = cluster.local_cluster_spec(workers=1, ps=1, chief=True)
-servers = cluster.in_process_servers(spec)
-resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
-    tf.train.ClusterSpec(spec), task_type="chief", task_id=0, rpc_layer="grpc")
-strategy = tf.distribute.ParameterServerStrategy(resolver)
-with strategy.scope():
-    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-assert _evaluate("06.5", strategy, model, [4.0, 3.0, 2.0, 1.0]).ok
-hint = _evaluate("06.5", strategy, model, [1.0, 2.0, 3.0, 4.0]).message
-assert "did not go down" in hint, hint
-local = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-assert "inside the scope" in _evaluate("06.5", strategy, local, [4.0, 3.0, 2.0, 1.0]).message
-"""
-    )
-    assert done.returncode == 0, done.stderr[-3000:]

@@ -133,27 +133,3 @@ def two_workers_trained_as_one_job(outcomes, out_dir, tf_config):
     if gap != 0.0:
         return f"the workers' final weights differ by up to {gap:.2e}: they should be identical"
     return None
-
-
-@exercise("06.5")
-def parameter_server_trained(strategy, model, losses):
-    """A ParameterServerStrategy on an in-process cluster, its model, one loss per step."""
-    import math
-
-    import tensorflow as tf
-
-    if not isinstance(strategy, tf.distribute.ParameterServerStrategy):
-        return "ps_strategy should be a tf.distribute.ParameterServerStrategy"
-    if not hasattr(model, "weights") or not model.weights:
-        return "ps_model should be the Keras model you built in the strategy's scope"
-    devices = {getattr(v, "value", v).device for v in model.weights}
-    if not all("/job:ps/" in d for d in devices):
-        return f"the model's variables live on {sorted(devices)}: build it inside the scope"
-    if not isinstance(losses, list | tuple) or len(losses) < 4:
-        return "ps_losses should hold one loss per scheduled step (at least 4)"
-    if not all(isinstance(v, float) and math.isfinite(v) for v in losses):
-        return "every loss should be a finite float: fetch each step's result"
-    quarter = len(losses) // 4
-    if sum(losses[-quarter:]) >= sum(losses[:quarter]):
-        return "the loss did not go down over the steps: does each step apply its gradients?"
-    return None
