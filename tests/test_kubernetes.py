@@ -1,3 +1,5 @@
+import json
+
 import pytest
 import yaml
 
@@ -15,7 +17,7 @@ def make(**kwargs):
 def test_manifest_has_the_structure_the_training_operator_expects():
     job = make(gpus_per_worker=2)
     assert job["apiVersion"] == "kubeflow.org/v1" and job["kind"] == "TFJob"
-    assert job["metadata"] == {"name": "mwms", "namespace": "default"}
+    assert job["metadata"]["name"] == "mwms" and job["metadata"]["namespace"] == "default"
     specs = job["spec"]["tfReplicaSpecs"]
     assert set(specs) == {"Chief", "Worker"}
     assert specs["Chief"]["replicas"] == 1 and specs["Worker"]["replicas"] == 2
@@ -94,3 +96,74 @@ def test_pod_annotations_reach_every_template():
     assert "metadata" not in make()["spec"]["tfReplicaSpecs"]["Worker"]["template"]
     with pytest.raises(TypeError, match="pod_annotations"):
         make(pod_annotations=["sidecar"])
+
+
+def test_tfjob_is_labelled_legacy():
+    assert "legacy" in make()["metadata"]["annotations"]["tflearn/status"]
+
+
+def _env(container_holder):
+    return container_holder["containers"][0]["env"]
+
+
+def test_indexed_job_and_headless_service_need_no_operator():
+    service, job = k8s.indexed_job("mwms", 3, "reg/tflearn:1", COMMAND, gpus_per_worker=1)
+    assert service["kind"] == "Service" and service["spec"]["clusterIP"] == "None"
+    assert job["apiVersion"] == "batch/v1" and job["kind"] == "Job"
+    spec = job["spec"]
+    assert spec["completionMode"] == "Indexed" and spec["completions"] == spec["parallelism"] == 3
+    pod = spec["template"]["spec"]
+    assert pod["subdomain"] == service["metadata"]["name"] == "mwms"
+    assert service["spec"]["selector"] == spec["template"]["metadata"]["labels"]
+    (container,) = pod["containers"]
+    assert container["command"] == COMMAND
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
+    index_ref = container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"]
+    assert "batch.kubernetes.io/job-completion-index" in index_ref
+    assert yaml.safe_load(k8s.to_yaml(job)) == job  # the YAML says exactly the manifest
+
+
+def test_every_pod_computes_a_valid_consistent_tf_config():
+    for manifests, env_of in (
+        (
+            k8s.indexed_job("mwms", 3, "reg/t:1", COMMAND),
+            lambda m: _env(m[1]["spec"]["template"]["spec"]),
+        ),
+        (k8s.trainjob("mwms", 3, "reg/t:1", COMMAND), lambda m: m[1]["spec"]["trainer"]["env"]),
+    ):
+        env = env_of(manifests)
+        configs = [k8s.pod_tf_config(env, i) for i in range(3)]
+        assert [c["task"] for c in configs] == [{"type": "worker", "index": i} for i in range(3)]
+        clusters = {json.dumps(c["cluster"], sort_keys=True) for c in configs}
+        assert len(clusters) == 1, "every pod sees the same cluster"
+        hosts = [a.split(":")[0] for a in configs[0]["cluster"]["worker"]]
+        assert len(set(hosts)) == 3 and all(h.endswith(".mwms") for h in hosts)
+    with pytest.raises(ValueError):
+        k8s.pod_tf_config([{"name": "OTHER", "value": "1"}], 0)
+
+
+def test_indexed_job_pod_names_match_kubernetes_naming():
+    _, job = k8s.indexed_job("mwms", 2, "reg/t:1", COMMAND)
+    config = k8s.pod_tf_config(_env(job["spec"]["template"]["spec"]), 0)
+    name = job["metadata"]["name"]
+    assert config["cluster"]["worker"] == [f"{name}-0.{name}:2222", f"{name}-1.{name}:2222"]
+
+
+def test_trainjob_uses_a_plain_runtime_with_tf_config_set():
+    runtime, train = k8s.trainjob("mwms", 2, "reg/t:1", COMMAND, runtime="tf-plain")
+    assert runtime["kind"] == "TrainingRuntime" and train["kind"] == "TrainJob"
+    assert train["apiVersion"] == runtime["apiVersion"] == "trainer.kubeflow.org/v1alpha1"
+    assert train["spec"]["runtimeRef"] == {"name": "tf-plain", "kind": "TrainingRuntime"}
+    assert "torch" not in json.dumps(runtime["spec"]["mlPolicy"])  # no framework policy
+    assert train["spec"]["trainer"]["numNodes"] == runtime["spec"]["mlPolicy"]["numNodes"] == 2
+
+
+def test_bad_inputs_are_refused():
+    with pytest.raises(ValueError):
+        k8s.indexed_job("Bad_Name", 2, "reg/t:1", COMMAND)
+    with pytest.raises(ValueError):
+        k8s.indexed_job("mwms", 0, "reg/t:1", COMMAND)
+    with pytest.raises(ValueError):
+        k8s.trainjob("mwms", 2, "", COMMAND)
+    with pytest.raises(ValueError):
+        k8s.indexed_job("mwms", 2, "reg/t:1", COMMAND, port=70000)

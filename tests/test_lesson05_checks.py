@@ -13,7 +13,7 @@ def test_bubble_answer_is_judged_without_revealing_it():
     assert _evaluate("05.2", ...).status == "not attempted"
 
 
-def test_split_check_accepts_a_placed_split_and_explains_wrong_ones():
+def test_split_check_runs_the_learners_code_and_explains_wrong_answers():
     done = run_python(
         """
 from tflearn_helpers import setup_course
@@ -28,24 +28,61 @@ def chain(blocks):  # a tiny stand-in with ResNet-101's 33 block outputs
     for i in range(blocks):
         name = f"conv{2 + i // 10}_block{i % 10 + 1}_out"
         h = keras.layers.Dense(4, activation="tanh", name=name)(h)
-    return keras.Model(inp, keras.layers.Dense(2, name="predictions")(h))
+    return keras.Model(inp, keras.layers.Dense(4, name="predictions")(h))
+
+def place(model, cuts, devices):
+    stages = []
+    for segment, device in zip(mp.segment_models(model, cuts), devices):
+        with tf.device(device):
+            stage = keras.models.clone_model(segment)
+        stage.set_weights(segment.get_weights())
+        stages.append(stage)
+    return stages
+
+def answer(model, stages, devices, forward_devices=None):
+    forward_devices = forward_devices or devices
+    opts = [keras.optimizers.SGD(0.1) for _ in stages]
+    def forward(x):
+        for stage, device in zip(stages, forward_devices):
+            with tf.device(device):
+                x = stage(x, training=False)
+        return x
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)(y, forward(x))
+        variables = [s.trainable_variables for s in stages]
+        grads = tape.gradient(loss, [v for vs in variables for v in vs])
+        for opt, vs in zip(opts, variables):
+            opt.apply_gradients(zip(grads[: len(vs)], vs))
+            grads = grads[len(vs):]
+        return loss
+    return dict(model=model, stages=stages, forward=forward, train_step=train_step)
 
 model = chain(33)
 names = mp.block_boundaries(model)
-good = mp.split_model(model, [names[15]], ["/CPU:1", "/CPU:2"])
-assert _evaluate("05.1", good, model).ok, _evaluate("05.1", good, model)
-hint = _evaluate("05.1", good, chain(5)).message
-assert "33" in hint, hint
-assert "at least two" in _evaluate("05.1", good[:1], model).message
-same = mp.split_model(model, [names[15]], ["/CPU:1", "/CPU:1"])
-assert "share a device" in _evaluate("05.1", same, model).message
-unplaced = mp.split_model(model, [names[15]], ["/CPU:1", "/CPU:2"])
-unplaced[1].device = "/CPU:0"
-assert "build the stage inside its device scope" in _evaluate("05.1", unplaced, model).message
-other = mp.split_model(chain(33), [names[15]], ["/CPU:1", "/CPU:2"])
-assert "outputs differ" in _evaluate("05.1", other, model).message
-short = mp.split_model(model, [names[15], names[20]], ["/CPU:0", "/CPU:1", "/CPU:2"])[:2]
-assert "exactly the model's parameters" in _evaluate("05.1", short, model).message
+devs = ["/CPU:1", "/CPU:2"]
+good = place(model, [names[15]], devs)
+verdict = _evaluate("05.1", answer(model, good, devs))
+assert verdict.ok, verdict
+assert "33" in _evaluate("05.1", answer(chain(5), good, devs)).message
+assert "at least two" in _evaluate("05.1", answer(model, good[:1], devs)).message
+same = place(model, [names[15]], ["/CPU:1", "/CPU:1"])
+assert "share a device" in _evaluate("05.1", answer(model, same, devs)).message
+lopsided = place(model, [names[2]], devs)
+hint = _evaluate("05.1", answer(model, lopsided, devs)).message
+assert "equal share" in hint and names[15] not in hint, hint
+other = place(chain(33), [names[15]], devs)
+assert "differs from the model" in _evaluate("05.1", answer(model, other, devs)).message
+fresh = place(model, [names[15]], devs)  # the good answer's training step moved its weights
+hint = _evaluate("05.1", answer(model, fresh, devs, forward_devices=["/CPU:0", "/CPU:0"])).message
+assert "computed on" in hint, hint
+frozen = answer(model, place(model, [names[15]], devs), devs)
+frozen["train_step"] = lambda x, y: tf.constant(1.0)
+assert "did not change" in _evaluate("05.1", frozen).message
+assert _evaluate("05.1", dict(model=..., stages=..., forward=..., train_step=...)).status == (
+    "not attempted"
+)
+print("ok")
 """
     )
     assert done.returncode == 0, done.stderr[-3000:]

@@ -57,3 +57,20 @@ def test_each_executed_op_is_counted_once():
         assert sum(counts.values()) == 1, counts
     """)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_parameters_are_counted_on_their_devices():
+    done = run_python("""
+        from tflearn_helpers import setup_course, placement
+        setup_course(devices=2, verbose=False)
+        import tensorflow as tf
+        with tf.device("/CPU:0"):
+            a = tf.Variable(tf.ones((3, 4)))
+        with tf.device("/CPU:1"):
+            b = tf.Variable(tf.ones((5,)))
+            c = tf.Variable(tf.ones((2, 2)))
+        counts = placement.parameters_per_device([a, b, c])
+        assert counts == {"CPU:0": 12, "CPU:1": 9}, counts
+        assert placement.parameters_per_device([]) == {}
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]

@@ -30,19 +30,20 @@ def test_missing_figures_say_which_lesson_to_run(store):
     rows = st.rows()
     assert len(rows) == len(st.STRATEGIES)
     assert all(len(r) == len(st.HEADERS) for r in rows)
-    assert all("not measured here yet: run lesson" in r[-1] for r in rows)
-    assert st.missing() == [s.name for s in st.STRATEGIES]
+    measurable = [r for r, s in zip(rows, st.STRATEGIES, strict=True) if not s.needs]
+    assert all("not measured here yet: run lesson" in r[-1] for r in measurable)
+    assert st.missing() == [s.name for s in st.STRATEGIES if not s.needs]
 
 
 def test_recorded_figures_land_in_their_rows_only(store):
     report.record("02.steps_per_s.workers=2", 12.5)
     report.record("05.step_ms.naive", 40.0)
-    report.record("05.step_ms.pipelined_m4", 25.0)
+    report.record("05.step_ms.gpipe_m4", 25.0)
     report.record("06.step_ms.mwms_workers=2", 7.0)
     rows = {r[0]: r[-1] for r in st.rows()}
     assert rows["ParameterServerStrategy"] == "02.steps_per_s.workers=2: 12.5"
     assert rows["manual model parallelism"] == "05.step_ms.naive: 40"
-    assert rows["pipelining (micro-batches)"] == "05.step_ms.pipelined_m4: 25"
+    assert rows["pipelining (micro-batches)"] == "05.step_ms.gpipe_m4: 25"
     assert "06.step_ms.mwms_workers=2: 7" in rows["MultiWorkerMirroredStrategy"]
     assert "not measured" in rows["MirroredStrategy"]
     assert st.missing() == ["OneDeviceStrategy", "MirroredStrategy"]
@@ -66,3 +67,20 @@ def test_bad_input_is_refused():
     for bad in (0, 1.5, True):
         with pytest.raises(ValueError, match="max_figures"):
             st.rows(max_figures=bad, store={})
+
+
+def test_tpu_row_says_what_it_needs_and_is_never_missing(store):
+    tpu = next(r for r in st.rows() if r[0] == "TPUStrategy")
+    assert "needs a TPU" in tpu[-1]
+    assert "TPUStrategy" not in st.missing()
+    mwms = by_name("MultiWorkerMirroredStrategy")
+    assert "CommunicationOptions" in mwms.watch_out and "timeout" in mwms.watch_out
+    assert "keras-team/keras#18624" in by_name("ParameterServerStrategy").watch_out
+
+
+def test_lesson05_schedules_land_in_the_pipelining_row():
+    data = {"05.step_ms.naive": {"value": 10.0}, "05.step_ms.gpipe_m4": {"value": 8.0}}
+    data["05.step_ms.one_f_one_b_m4"] = {"value": 7.5}
+    assert list(st.figures(by_name("manual model parallelism"), data)) == ["05.step_ms.naive"]
+    piped = st.figures(by_name("pipelining (micro-batches)"), data)
+    assert set(piped) == {"05.step_ms.gpipe_m4", "05.step_ms.one_f_one_b_m4"}

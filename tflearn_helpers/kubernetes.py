@@ -1,12 +1,18 @@
-"""TFJob manifests for the Kubeflow training operator (taught in lesson 06).
+"""Kubernetes manifests for a multi-worker job (taught in lesson 06). Nothing here talks to a
+cluster: it writes plain dicts, and ``to_yaml`` turns them into text for ``kubectl apply -f``.
 
-The same cluster description LocalCluster runs on localhost ({"chief": [...], "worker":
-[...]}) becomes one Kubernetes ``TFJob``: one replica spec per job, each replica a pod
-running the same image and command. The operator, not this module, writes each pod's
-TF_CONFIG (with the pods' service names as addresses), so the training script does not
-change between a laptop and a cluster.
+From the same worker list LocalCluster runs on localhost:
 
-``tfjob(...)`` returns a plain dict; ``to_yaml`` turns it into text for ``kubectl apply -f``.
+- ``indexed_job``: a plain Kubernetes Indexed Job plus a headless Service, no operator. Each
+  pod reads its completion index (an annotation the Job controller sets) into ``TASK_INDEX``
+  and its TF_CONFIG is written with ``$(TASK_INDEX)`` in it; the addresses are the pods'
+  stable DNS names ``<job>-<index>.<service>``.
+- ``trainjob``: Kubeflow Trainer v2 (``TrainJob`` on a plain ``TrainingRuntime``). Trainer v2
+  has no built-in TensorFlow support (kubeflow/trainer#2699), so TF_CONFIG is set the same way.
+- ``tfjob``: the Kubeflow Training Operator v1 ``TFJob`` (legacy), whose operator writes
+  TF_CONFIG itself.
+
+``pod_tf_config`` computes the TF_CONFIG a pod with a given index would see, for tests.
 """
 
 from __future__ import annotations
@@ -15,6 +21,9 @@ import json
 import re
 
 API_VERSION = "kubeflow.org/v1"
+TRAINER_API = "trainer.kubeflow.org/v1alpha1"
+INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+LEGACY_NOTE = "legacy: Kubeflow Training Operator v1; see Kubeflow Trainer v2 (TrainJob)"
 KIND = "TFJob"
 CONTAINER_NAME = "tensorflow"  # the operator finds the TensorFlow container by this name
 REPLICA_TYPES = {"chief": "Chief", "worker": "Worker", "ps": "PS", "evaluator": "Evaluator"}
@@ -90,9 +99,190 @@ def tfjob(
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "annotations": {"tflearn/status": LEGACY_NOTE},
+        },
         "spec": {"tfReplicaSpecs": specs},
     }
+
+
+def indexed_job(
+    name: str,
+    workers: int,
+    image: str,
+    command: list[str],
+    *,
+    port: int = 2222,
+    namespace: str = "default",
+    gpus_per_worker: int = 0,
+    shared_volume_claim: str | None = None,
+    shared_mount: str = "/shared",
+    env: dict[str, str] | None = None,
+) -> list[dict]:
+    """[headless Service, Indexed Job]: ``workers`` pods, pod i is TF_CONFIG task i."""
+    addresses = worker_addresses(name, workers, port)
+    container = _container(name, image, command, gpus_per_worker, env, addresses)
+    container["ports"] = [{"containerPort": int(port)}]
+    pod = {"subdomain": name, "restartPolicy": "Never", "containers": [container]}
+    _mount(pod, container, shared_volume_claim, shared_mount)
+    labels = {"app": name}
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterIP": "None", "selector": labels, "ports": [{"port": int(port)}]},
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": workers,
+            "parallelism": workers,  # every worker at once: they wait for each other
+            "backoffLimit": 3,  # a failed pod fails the step for all; they restart from checkpoints
+            "template": {"metadata": {"labels": labels}, "spec": pod},
+        },
+    }
+    return [service, job]
+
+
+def trainjob(
+    name: str,
+    workers: int,
+    image: str,
+    command: list[str],
+    *,
+    port: int = 2222,
+    runtime: str = "tensorflow-plain",
+    namespace: str = "default",
+    gpus_per_worker: int = 0,
+    env: dict[str, str] | None = None,
+) -> list[dict]:
+    """[TrainingRuntime, TrainJob] for Kubeflow Trainer v2: a plain runtime (no ML policy
+    for TensorFlow exists), TF_CONFIG set from each pod's index as in ``indexed_job``. The
+    pods' names follow JobSet's ``<trainjob>-node-0-<index>.<trainjob>``."""
+    addresses = worker_addresses(name, workers, port, host_format="{name}-node-0-{i}.{name}")
+    container = _container("node", image, command, gpus_per_worker, env, addresses)
+    runtime_spec = {
+        "apiVersion": TRAINER_API,
+        "kind": "TrainingRuntime",
+        "metadata": {"name": _check_name(runtime), "namespace": namespace},
+        "spec": {
+            "mlPolicy": {"numNodes": workers},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "metadata": {
+                                    "labels": {
+                                        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"
+                                    }
+                                },
+                                "spec": {
+                                    "template": {
+                                        "spec": {"containers": [{"name": "node", "image": image}]}
+                                    }
+                                },
+                            },
+                        }
+                    ]
+                }
+            },
+        },
+    }
+    train = {
+        "apiVersion": TRAINER_API,
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "runtimeRef": {"name": runtime, "kind": "TrainingRuntime"},
+            "trainer": {
+                "image": image,
+                "command": container["command"],
+                "numNodes": workers,
+                "env": container["env"],
+                "resourcesPerNode": container["resources"],
+            },
+        },
+    }
+    return [runtime_spec, train]
+
+
+def _container(name, image, command, gpus, env, addresses) -> dict:
+    if not isinstance(image, str) or not image.strip():
+        raise ValueError("image must be a container image name, e.g. 'registry/tflearn:1.0'")
+    if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
+        raise ValueError(f"command must be a non-empty list of strings, got {command!r}")
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
+        raise ValueError(f"gpus_per_worker must be a whole number >= 0, got {gpus!r}")
+    extra = [{"name": k, "value": str(v)} for k, v in sorted((env or {}).items())]
+    limits = {"nvidia.com/gpu": gpus} if gpus else {"cpu": "2", "memory": "4Gi"}
+    return {
+        "name": name,
+        "image": image,
+        "command": list(command),
+        "env": tf_config_env(addresses) + extra,
+        "resources": {"limits": limits},
+    }
+
+
+def _mount(pod, container, claim, mount) -> None:
+    if claim:
+        container["volumeMounts"] = [{"name": "shared", "mountPath": mount}]
+        pod["volumes"] = [{"name": "shared", "persistentVolumeClaim": {"claimName": claim}}]
+
+
+def _check_name(name: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"name must be a DNS label (a-z, 0-9, '-', <= 63 chars), got {name!r}")
+    return name
+
+
+def worker_addresses(name: str, workers: int, port: int = 2222, host_format: str = "") -> list:
+    """Stable DNS names of an Indexed Job's pods behind a headless Service of the same name."""
+    _check_name(name)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+    if not 0 < int(port) < 65536:
+        raise ValueError(f"port must be 1..65535, got {port!r}")
+    pattern = host_format or "{name}-{i}.{name}"
+    return [f"{pattern.format(name=name, i=i)}:{port}" for i in range(workers)]
+
+
+def tf_config_env(addresses: list[str]) -> list[dict]:
+    """Container env: TASK_INDEX from the pod's completion index, TF_CONFIG built on it."""
+    cluster = json.dumps({"worker": list(addresses)})
+    task = '{"type": "worker", "index": $(TASK_INDEX)}'  # Kubernetes expands $(TASK_INDEX)
+    return [
+        {
+            "name": "TASK_INDEX",
+            "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_ANNOTATION}']"}},
+        },
+        {
+            "name": "TF_CONFIG",
+            "value": f'{{"cluster": {cluster}, "task": {task}}}',
+        },
+    ]
+
+
+def pod_tf_config(env: list[dict], index: int) -> dict:
+    """The TF_CONFIG a pod with completion index ``index`` would see (validated)."""
+    from . import tfconfig
+
+    values = {"TASK_INDEX": str(index)}
+    for item in env:
+        if "value" in item:
+            values[item["name"]] = re.sub(
+                r"\$\((\w+)\)", lambda m: values.get(m[1], m[0]), item["value"]
+            )
+    if "TF_CONFIG" not in values:
+        raise ValueError("this container env sets no TF_CONFIG")
+    return tfconfig.validate(values["TF_CONFIG"])
 
 
 def _replica_spec(

@@ -1,51 +1,18 @@
-"""Model parallelism: split a Keras functional model into placed stages (taught in lesson 05).
+"""Model parallelism plumbing: where to cut a Keras functional model (taught in lesson 05).
 
-``split_model`` cuts a functional model (e.g. ResNet-50/101 from ``keras.applications``)
-at named layers such as ``"conv3_block1_out"``. Each stage is a new functional model whose
-variables are created inside its ``tf.device`` scope (a copy of the source weights), and
-which is always called inside that scope. ``balance`` picks cuts that even out a per-segment
-cost (parameters or measured time). The pipelined training step is in ``pipeline.py``.
+``segment_models`` cuts a functional model (e.g. ResNet-50/101 from ``keras.applications``)
+at named layers such as ``"conv3_block1_out"`` into unplaced sub-models; ``time_segments``
+and ``balance`` pick cuts that even out a per-segment cost (parameters or measured time);
+``activation_bytes`` sizes what a stage sends on and keeps. Placing the stages on devices and
+the pipeline schedules are the lesson's own code.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from itertools import pairwise
 
 _BLOCK_OUT = re.compile(r"^conv\d+_block\d+_out$")
-
-
-@dataclass
-class Stage:
-    """One placed piece of a split model; ``source_variables`` are the matching variables
-    of the unsplit model (same order as ``model.trainable_variables``)."""
-
-    index: int
-    device: str
-    model: object
-    last_layer: str
-    source_variables: list = field(repr=False, default_factory=list)
-
-    def __call__(self, x, training=False):
-        import tensorflow as tf
-
-        with tf.device(self.device):
-            return self.model(x, training=training)
-
-    @property
-    def trainable_variables(self):
-        return self.model.trainable_variables
-
-    def count_params(self) -> int:
-        return int(sum(v.numpy().size for v in self.model.weights))
-
-    def activation_bytes(self, batch: int) -> tuple[int, int]:
-        """(bytes of the stage's output, bytes of all its layers' outputs) for ``batch``
-        inputs in float32: what it sends on, and what its backward pass must keep."""
-        out = _tensor_bytes(self.model.outputs[0].shape, batch)
-        kept = sum(_tensor_bytes(layer.output.shape, batch) for layer in self.model.layers[1:])
-        return out, kept
 
 
 def block_boundaries(model) -> list[str]:
@@ -56,22 +23,14 @@ def block_boundaries(model) -> list[str]:
     return names
 
 
-def split_model(model, cuts: list[str], devices: list[str]) -> list[Stage]:
-    """Split ``model`` after each layer named in ``cuts``; stage i lives on ``devices[i]``.
-
-    Each cut must be a layer whose output is the only tensor that later layers need
-    (a block output in ResNet). Weights are copied, so the split model starts equal to
-    ``model``.
-    """
+def segment_models(model, cuts: list[str]) -> list:
+    """Unplaced sub-models between consecutive cuts (sharing ``model``'s layers and weights):
+    to measure what each segment costs, and to place as stages (lesson 05 clones each one
+    inside its device scope). Each cut must be a layer whose output is the only tensor later
+    layers need (a block output in ResNet); anything else is refused with a clear error."""
     import keras
-    import tensorflow as tf
 
     cuts = list(cuts)
-    if len(cuts) + 1 > len(devices):
-        raise ValueError(
-            f"{len(cuts) + 1} stages need {len(cuts) + 1} devices, got {len(devices)}: "
-            f"{list(devices)}"
-        )
     order = {layer.name: i for i, layer in enumerate(model.layers)}
     missing = [c for c in cuts if c not in order]
     if missing:
@@ -81,32 +40,17 @@ def split_model(model, cuts: list[str], devices: list[str]) -> list[Stage]:
         raise ValueError(f"cuts must be distinct and in the model's layer order, got {cuts}")
     ends = [model.get_layer(c).output for c in cuts] + list(model.outputs)
     starts = list(model.inputs) + ends[:-1]
-    stages = []
+    segments = []
     for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
         try:
-            piece = keras.Model(start, end)
+            segments.append(keras.Model(start, end))
         except ValueError as err:
             raise ValueError(
                 f"cannot cut at {cuts[i - 1] if i else 'the input'!r} -> "
                 f"{cuts[i] if i < len(cuts) else 'the output'!r}: layers after the cut need "
                 f"other tensors too, so it is not a clean cut ({err})"
             ) from None
-        with tf.device(devices[i]):
-            placed = keras.models.clone_model(piece)  # variables created here, on devices[i]
-        placed.set_weights(piece.get_weights())
-        last = (cuts + [model.layers[-1].name])[i]
-        stages.append(Stage(i, devices[i], placed, last, piece.trainable_variables))
-    return stages
-
-
-def segment_models(model, cuts: list[str]) -> list:
-    """Unplaced sub-models between consecutive cuts (sharing ``model``'s layers and weights),
-    for measuring what each segment costs before deciding where to split."""
-    import keras
-
-    ends = [model.get_layer(c).output for c in cuts] + list(model.outputs)
-    starts = list(model.inputs) + ends[:-1]
-    return [keras.Model(s, e) for s, e in zip(starts, ends, strict=True)]
+    return segments
 
 
 def time_segments(segments, x, steps: int = 3) -> list[float]:
@@ -158,6 +102,14 @@ def group_sums(costs: list[float], last_segments: list[int]) -> list[float]:
     """The total cost of each group given by ``balance``'s result."""
     edges = [-1] + list(last_segments) + [len(costs) - 1]
     return [sum(costs[a + 1 : b + 1]) for a, b in pairwise(edges)]
+
+
+def activation_bytes(model, batch: int) -> tuple[int, int]:
+    """(bytes of a functional model's output, bytes of all its layers' outputs) for ``batch``
+    float32 inputs: what a stage sends on, and what its backward pass must keep."""
+    out = _tensor_bytes(model.outputs[0].shape, batch)
+    kept = sum(_tensor_bytes(layer.output.shape, batch) for layer in model.layers[1:])
+    return out, kept
 
 
 def _tensor_bytes(shape, batch: int) -> int:

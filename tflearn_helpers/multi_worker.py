@@ -1,9 +1,10 @@
 """Watching a multi-worker job from a notebook (taught in lesson 06).
 
-``scripts/multi_worker_train.py`` (in this package) runs in every worker process and
-writes one JSON line per training step and its final weights; these helpers find that
-script, read what it wrote, wait for it (always with a timeout) and pull the error out
-of a worker's log.
+A worker program (lesson 06's own, written from the notebook, or the package's
+``scripts/multi_worker_train.py``) writes one JSON line per training step,
+``progress-<loop>-<task>.jsonl``, and its final weights; these helpers find the package's
+script, read what a worker wrote, wait for it (always with a timeout) and pull the error
+out of a worker's log.
 """
 
 from __future__ import annotations

@@ -55,6 +55,19 @@ def variable_devices(obj) -> list[tuple[str, str, str]]:
     return [(getattr(v, "path", v.name), str(tuple(v.shape)), _device(v)) for v in variables]
 
 
+def parameters_per_device(obj) -> Counter:
+    """How many parameters (scalars) live on each device, read from each variable's device."""
+    variables = getattr(obj, "variables", obj)
+    variables = variables() if callable(variables) else variables
+    counts = Counter()
+    for variable in variables:
+        size = 1
+        for dim in variable.shape:
+            size *= int(dim)
+        counts[_device(variable)] += size
+    return counts
+
+
 def _device(variable) -> str:
     """A variable's device; a Keras 3 variable keeps it on its backend ``value``."""
     device = getattr(variable, "device", None)
@@ -74,6 +87,7 @@ def op_devices(fn, *args, **kwargs) -> list[tuple[str, str]]:
     ctx = context.context()
     ctx.enable_run_metadata()
     try:
+        ctx.export_run_metadata()  # discard what earlier (eager) work left in the buffer
         fresh(*args, **kwargs)
         metadata = ctx.export_run_metadata()
     finally:

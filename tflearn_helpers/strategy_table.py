@@ -21,6 +21,7 @@ class Strategy:
     watch_out: str
     prefixes: tuple[str, ...]
     exclude: tuple[str, ...] = ()
+    needs: str = ""  # hardware this machine may lack; the row then says so instead
 
     def owns(self, key: str) -> bool:
         return key.startswith(self.prefixes) and not key.startswith(self.exclude or ("\0",))
@@ -46,15 +47,27 @@ STRATEGIES = (
         "06",
         "more GPUs than one machine holds, synchronous steps",
         "every worker must be alive (one failure stops all); Keras 3 fit fails: tf_keras or a "
-        "custom loop",
+        "custom loop; CommunicationOptions: RING on CPUs, NCCL between GPUs, and a "
+        "timeout_seconds so a missing peer ends in an error instead of a wait",
         ("06.step_ms.mwms",),
     ),
     Strategy(
         "ParameterServerStrategy",
         "02",
-        "many workers that may fail or be preempted; large sharded variables",
-        "needs a coordinator; asynchronous updates (stale gradients); fit via tf_keras",
+        "many workers that may fail or be preempted (asynchronous training goes on without "
+        "them); embedding tables too large for one device (sharded variables)",
+        "needs a coordinator; stale gradients; Keras 3 does not support it "
+        "(keras-team/keras#18624): a custom loop with ClusterCoordinator, or tf_keras fit",
         ("02.",),
+    ),
+    Strategy(
+        "TPUStrategy",
+        "-",
+        "TPUs (a Cloud TPU VM or pod slice); synchronous like MirroredStrategy",
+        "needs a TPU runtime whose TensorFlow matches it (on Colab: a TPU runtime; check "
+        "tf.config.list_logical_devices('TPU')); XLA-compiled steps, static shapes",
+        (),
+        needs="a TPU",
     ),
     Strategy(
         "manual model parallelism",
@@ -62,14 +75,14 @@ STRATEGIES = (
         "the model does not fit in one device's memory",
         "one stage works at a time: the other devices wait",
         ("05.",),
-        ("05.step_ms.pipelined", "05.bubble"),
+        ("05.step_ms.gpipe", "05.step_ms.one_f_one_b", "05.bubble"),
     ),
     Strategy(
         "pipelining (micro-batches)",
         "05",
         "model parallelism with enough micro-batches to keep stages busy",
-        "idle bubble (K-1)/(M+K-1); more activation memory",
-        ("05.step_ms.pipelined", "05.bubble"),
+        "idle bubble (K-1)/(M+K-1); GPipe keeps M micro-batches of activations, 1F1B at most K",
+        ("05.step_ms.gpipe", "05.step_ms.one_f_one_b", "05.bubble"),
     ),
 )
 HEADERS = ("strategy", "lesson", "use when", "watch out for", "measured on this machine")
@@ -92,7 +105,9 @@ def rows(max_figures: int = 4, store: dict[str, dict] | None = None) -> list[tup
     out = []
     for s in STRATEGIES:
         found = figures(s, store)
-        if found:
+        if s.needs:
+            cell = f"needs {s.needs}: not measured by this course"
+        elif found:
             shown = [f"{k}: {_fmt(v)}" for k, v in list(found.items())[:max_figures]]
             more = len(found) - len(shown)
             cell = "; ".join(shown) + (f" (+{more} more)" if more else "")
@@ -105,7 +120,7 @@ def rows(max_figures: int = 4, store: dict[str, dict] | None = None) -> list[tup
 def missing(store: dict[str, dict] | None = None) -> list[str]:
     """Names of the strategies with no figure recorded on this machine."""
     store = report.recorded_prefix("") if store is None else store
-    return [s.name for s in STRATEGIES if not figures(s, store)]
+    return [s.name for s in STRATEGIES if not s.needs and not figures(s, store)]
 
 
 def _fmt(value) -> str:

@@ -1,67 +1,110 @@
 """Checks for lesson 05's exercises (model-parallel ResNet-101, pipeline bubbles).
 
-Hints say what is wrong with the learner's split (placement, missing parameters, different
-outputs), never where to cut.
+05.1 runs the learner's own code: it reads where the stages' parameters live (each
+variable's device), runs the learner's forward function and reads which devices executed
+its ops (the per-device graphs TensorFlow ran), compares its output with the unsplit
+model, and runs one training step. Hints say what is wrong, never where to cut.
 """
 
 from __future__ import annotations
 
 from ..checks import exercise
 from ..measure import pipeline_bubble
-from ..placement import compute_op_counts, short_device, variable_devices
+from ..placement import compute_op_counts, parameters_per_device
 
 #: ResNet-101 has 3 + 4 + 23 + 3 residual blocks.
 RESNET101_BLOCKS = 33
+#: "Balanced": the fullest device holds at most this many times an equal share of parameters.
+BALANCE_TOLERANCE = 1.25
+KEYS = ("model", "stages", "forward", "train_step")
 
 
 @exercise("05.1")
-def resnet101_split(stages, model):
-    """stages: the placed pieces of ``model`` (a Keras ResNet-101), in order."""
-    import numpy as np
-    import tensorflow as tf
+def resnet101_split(answer):
+    """answer: dict(model=ResNet-101, stages=[placed Keras models], forward=fn, train_step=fn)."""
+    if not isinstance(answer, dict) or set(answer) != set(KEYS):
+        return f"answer with a dict whose keys are exactly {', '.join(KEYS)}"
+    model, stages = answer["model"], list(answer["stages"])
+    hint = _check_model(model) or _check_parameters(model, stages)
+    if hint:
+        return hint
+    return _check_forward(model, stages, answer["forward"]) or _check_training(
+        stages, answer["train_step"], model
+    )
 
+
+def _check_model(model):
     if not hasattr(model, "layers") or not hasattr(model, "count_params"):
-        return "pass the unsplit Keras ResNet-101 as the second argument of check()"
+        return "answer['model'] should be the unsplit Keras ResNet-101"
     n_blocks = sum(1 for layer in model.layers if layer.name.endswith("_out"))
     if n_blocks != RESNET101_BLOCKS:
         return f"the model has {n_blocks} residual blocks; ResNet-101 has {RESNET101_BLOCKS}"
-    stages = list(stages)
-    if len(stages) < 2:
-        return "model parallelism needs at least two stages"
-    if not all(hasattr(s, "device") and hasattr(s, "model") for s in stages):
-        return "each stage needs a .device and a .model (split_model returns such stages)"
-    devices = [short_device(tf.DeviceSpec.from_string(s.device).to_string()) for s in stages]
-    if len(set(devices)) < len(devices):
-        return "two stages share a device: give each stage its own"
+    return None
+
+
+def _check_parameters(model, stages):
+    if len(stages) < 2 or not all(hasattr(s, "weights") for s in stages):
+        return "answer['stages'] should be a list of at least two Keras models (the stages)"
+    stage_devices = []
     for i, stage in enumerate(stages):
-        found = {d for _, _, d in variable_devices(stage.model)}
-        if found != {devices[i]}:
+        found = parameters_per_device(stage.weights)
+        if len(found) != 1:
             return (
-                f"stage {i} should keep its variables on {devices[i]} but has them on "
-                f"{sorted(found)}: build the stage inside its device scope"
+                f"stage {i} has parameters on {sorted(found)}: a stage's variables should all "
+                "be created on its own device (where is the stage built?)"
             )
-    if sum(int(s.model.count_params()) for s in stages) != model.count_params():
+        stage_devices.append(next(iter(found)))
+    if len(set(stage_devices)) < len(stages):
+        return f"two stages share a device ({stage_devices}): give each stage its own"
+    per_device = parameters_per_device([v for s in stages for v in s.weights])
+    total = int(model.count_params())
+    if sum(per_device.values()) != total:
         return "the stages together do not hold exactly the model's parameters"
-    shape = (2, *model.inputs[0].shape[1:])
-    x = tf.random.stateless_normal(shape, seed=(5, 1))
+    fullest, share = max(per_device.values()), total / len(stages)
+    if fullest > BALANCE_TOLERANCE * share:
+        return (
+            f"the fullest device holds {fullest / share:.2f} times an equal share of the "
+            f"parameters (at most {BALANCE_TOLERANCE} is balanced): move the cuts"
+        )
+    return None
 
-    def split_forward(x):
-        for stage in stages:
-            x = stage(x, training=False)
-        return x
 
-    got, want = split_forward(x).numpy(), model(x, training=False).numpy()
+def _check_forward(model, stages, forward):
+    import numpy as np
+    import tensorflow as tf
+
+    x = tf.random.stateless_normal((2, *model.inputs[0].shape[1:]), seed=(5, 1))
+    got, want = np.asarray(forward(x)), model(x, training=False).numpy()
     if got.shape != want.shape or not np.allclose(got, want, rtol=1e-4, atol=1e-5):
         return (
-            "the split model's outputs differ from the model's on the same input: "
-            "were the weights copied, and does each stage start where the previous one ends?"
+            "forward(x) differs from the model's output on the same input: were the weights "
+            "copied, does each stage start where the previous one ends, and is BatchNorm in "
+            "inference mode (training=False)?"
         )
-    ran = set(compute_op_counts(split_forward, x))
-    if ran != set(devices):
+    stage_devices = {next(iter(parameters_per_device(s.weights))) for s in stages}
+    ran = set(compute_op_counts(forward, x))
+    if ran != stage_devices:
         return (
-            f"the forward pass computed on {sorted(ran)}, not on the stages' devices "
-            f"{sorted(set(devices))}: call each stage inside its device scope"
+            f"forward(x) computed on {sorted(ran)}, but the stages live on "
+            f"{sorted(stage_devices)}: call each stage inside its device scope"
         )
+    return None
+
+
+def _check_training(stages, train_step, model):
+    import numpy as np
+    import tensorflow as tf
+
+    x = tf.random.stateless_normal((4, *model.inputs[0].shape[1:]), seed=(6, 2))
+    y = tf.constant([0, 1, 2, 3])
+    before = [[v.numpy() for v in s.trainable_variables] for s in stages]
+    loss = float(train_step(x, y))
+    if not np.isfinite(loss):
+        return f"train_step returned a loss of {loss}"
+    for i, (stage, old) in enumerate(zip(stages, before, strict=True)):
+        pairs = zip(stage.trainable_variables, old, strict=True)
+        if all(np.array_equal(v.numpy(), o) for v, o in pairs):
+            return f"after train_step, stage {i}'s weights did not change: is it updated?"
     return None
 
 
