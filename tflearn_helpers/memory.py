@@ -36,6 +36,9 @@ _NEEDS_NO_INPUT = {
     "Add", "ZeroPadding1D", "ZeroPadding2D", "GlobalAveragePooling1D", "GlobalAveragePooling2D",
     "AveragePooling2D", "Flatten", "Reshape", "Rescaling", "ReLU", "Activation", "Softmax",
 }  # fmt: skip
+# Layers Keras computes in float32 under mixed precision (keras/src/layers/normalization/
+# batch_normalization.py casts the input up): their gradient reads a float32 copy of the input.
+_UPCAST_TO_FLOAT32 = {"BatchNormalization"}
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,7 @@ def profile(model) -> ModelMemory:
     layers = [layer for layer in model.layers if type(layer).__name__ != "InputLayer"]
     read_by_gradient = {id(t) for t in _tensors(model.outputs)}  # the loss reads the logits
     for layer in layers:
-        if type(layer).__name__ not in _NEEDS_NO_INPUT:
+        if type(layer).__name__ not in _NEEDS_NO_INPUT and not _upcasts(layer):
             read_by_gradient.update(id(t) for t in _tensors(layer.input))
     out = []
     for layer in layers:
@@ -148,11 +151,14 @@ def profile(model) -> ModelMemory:
         keeps = type(layer).__name__ in _NEEDS_OUTPUT or any(
             id(t) in read_by_gradient for t in outputs
         )
+        kept = size if keeps else 0
+        if _upcasts(layer):  # the float32 copy of its input
+            kept += sum(_count(t.shape[1:]) * 4 for t in _tensors(layer.input))
         variables = tuple(
             (_count(v.shape) * dtype_bytes(v.dtype), bool(v.trainable)) for v in layer.weights
         )
         compute = dtype_bytes(layer.compute_dtype)
-        out.append(LayerMemory(layer.name, variables, size if keeps else 0, size, compute))
+        out.append(LayerMemory(layer.name, variables, kept, size, compute))
     return ModelMemory(tuple(out), sum(_per_example(t) for t in model.inputs))
 
 
@@ -274,6 +280,11 @@ def explain_oom(batch: int, need, limit_bytes: int, setting: str):
         yield
     except tf.errors.ResourceExhaustedError as err:
         raise DeviceOutOfMemoryError(oom_message(batch, need, limit_bytes, setting)) from err
+
+
+def _upcasts(layer) -> bool:
+    """Does Keras compute this 16-bit layer in float32 (see ``_UPCAST_TO_FLOAT32``)?"""
+    return type(layer).__name__ in _UPCAST_TO_FLOAT32 and dtype_bytes(layer.compute_dtype) < 4
 
 
 def _tensors(value) -> list:
