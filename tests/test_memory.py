@@ -68,11 +68,9 @@ def test_adam_state_is_four_times_the_parameters():
 def test_mixed_precision_halves_activations_not_master_weights():
     full, mixed = memory.profile(small_cnn()), memory.profile(small_cnn("mixed_float16"))
     assert mixed.parameter_bytes == full.parameter_bytes  # float32 master weights
-    kept = {f.name: (f.kept_per_example, m.kept_per_example)
-            for f, m in zip(full.layers, mixed.layers, strict=True)}  # fmt: skip
-    assert kept["relu"][0] == 2 * kept["relu"][1] and kept["pool"][0] == 2 * kept["pool"][1]
+    assert mixed.kept_per_example * 2 == full.kept_per_example
     # Keras computes BatchNorm in float32: its gradient keeps a float32 copy of its input
-    assert kept["conv"] == (16 * 16 * 8 * 4, 0) and kept["bn"] == (0, 16 * 16 * 8 * 4)
+    assert (full.float32_copy_per_example, mixed.float32_copy_per_example) == (0, 16 * 16 * 8 * 4)
     assert mixed.weight_copy_bytes == full.trainable_bytes // 2 and full.weight_copy_bytes == 0
 
 
@@ -184,3 +182,12 @@ def test_model_is_within_30_percent_of_a_measured_compiled_step():
     probe = result(measure(32, "small", 32, steps=1, timeout=300))
     guess = memory.one_device(memory.profile(build_model("small", 32)), 32, "adam").total
     assert probe.peak and abs(guess / probe.peak - 1) <= 0.3, (guess, probe.peak)
+
+
+def test_backward_holds_output_and_input_gradients_only_where_needed():
+    mem = memory.profile(small_cnn())
+    back = {layer.name: layer.backward_per_example for layer in mem.layers}
+    conv = 16 * 16 * 8 * 4
+    assert back["conv"] == conv  # the first trainable layer: no gradient for its input
+    assert back["bn"] == back["relu"] == conv  # elementwise: the gradient's buffer is reused
+    assert back["pool"] == conv + 8 * 4 and mem.backward_per_example == conv + 8 * 4
