@@ -1,3 +1,7 @@
+import json
+import pathlib
+import re
+
 import pytest
 
 from tflearn_helpers import lesson_sizes as ls
@@ -43,7 +47,52 @@ def test_shared_memory_fit_adds_every_device():
 
 def test_explain_says_peak_limit_and_setting():
     text = ls.explain("04", 2, 6912)
-    assert "45%" in text and "6,912 MiB" in text and "per-replica batch" in text
+    assert "53%" in text and "6,912 MiB" in text and "per-replica batch" in text
+
+
+def test_lesson_04_peak_is_its_worst_step_with_the_models_it_keeps():
+    resnet = ls.resnet50(224)
+    strong = memory.one_device(resnet, ls.STRONG_GLOBAL_BATCH["gpu"], "momentum").total
+    training = memory.mirrored(resnet, 2 * ls.PER_REPLICA_BATCH["gpu"], 2, "adam").total
+    kept = 6 * resnet.parameter_bytes
+    assert max(ls.by_number("04").peaks("gpu", 2)) == kept + max(strong, training)
+    # the old strong-scaling run (one device, 2 x 32 images) would not have fit
+    old_strong = kept + memory.one_device(resnet, 64, "momentum").total
+    assert old_strong > ls.FRACTION * ls.by_number("04").gpu_memory_mb * memory.MiB
+
+
+def _assignments(cells: list[str]) -> dict[str, str]:
+    found = {}
+    for source in cells:
+        for name, value in re.findall(r"^([A-Z_]+) = (.+)$", source, flags=re.MULTILINE):
+            found.setdefault(name, value)
+    return found
+
+
+def test_lesson_04_takes_its_sizes_from_lesson_sizes():
+    path = pathlib.Path(__file__).parents[1] / "notebooks" / "04_resnet50_data_parallel.ipynb"
+    code = [
+        "".join(cell["source"])
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
+        if cell["cell_type"] == "code"
+    ]
+    limit = re.search(r"setup_course\(devices=(\d+), gpu_memory_mb=(\d+)\)", code[0])
+    lesson = ls.by_number("04")
+    assert limit and (int(limit[1]), int(limit[2])) == (lesson.devices, lesson.gpu_memory_mb)
+    sizes = _assignments(code)
+    assert sizes["IMAGE"].startswith("pick(**lesson_sizes.RESNET_IMAGE)")
+    assert sizes["PER_REPLICA_BATCH"].startswith("pick(**lesson_sizes.PER_REPLICA_BATCH)")
+    assert sizes["GLOBAL_BATCH"] == "PER_REPLICA_BATCH * N"
+    assert sizes["BN_BATCH"] == "pick(**lesson_sizes.BN_PER_REPLICA_BATCH) * N"
+    assert sizes["STRONG_GLOBAL"] == "pick(**lesson_sizes.STRONG_GLOBAL_BATCH)"
+    assert sizes["SCALING_PER_REPLICA"].endswith("gpu=PER_REPLICA_BATCH)")
+
+
+def test_lesson_04_sizes_at_smoke_and_cpu_are_the_lessons_own():
+    for profile in ("smoke", "cpu"):
+        assert ls.RESNET_IMAGE[profile] == 32 and ls.PER_REPLICA_BATCH[profile] == 16
+        assert ls.BN_PER_REPLICA_BATCH[profile] == ls.PER_REPLICA_BATCH[profile]
+    assert ls.STRONG_GLOBAL_BATCH == {"smoke": 2 * 64, "cpu": 2 * 16, "gpu": 32}
 
 
 def test_device_limits():

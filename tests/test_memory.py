@@ -69,6 +69,8 @@ def test_mixed_precision_halves_activations_not_master_weights():
     full, mixed = memory.profile(small_cnn()), memory.profile(small_cnn("mixed_float16"))
     assert mixed.parameter_bytes == full.parameter_bytes  # float32 master weights
     assert mixed.kept_per_example * 2 == full.kept_per_example
+    # Keras computes BatchNorm in float32: its gradient keeps a float32 copy of its input
+    assert (full.float32_copy_per_example, mixed.float32_copy_per_example) == (0, 16 * 16 * 8 * 4)
     assert mixed.weight_copy_bytes == full.trainable_bytes // 2 and full.weight_copy_bytes == 0
 
 
@@ -180,3 +182,12 @@ def test_model_is_within_30_percent_of_a_measured_compiled_step():
     probe = result(measure(32, "small", 32, steps=1, timeout=300))
     guess = memory.one_device(memory.profile(build_model("small", 32)), 32, "adam").total
     assert probe.peak and abs(guess / probe.peak - 1) <= 0.3, (guess, probe.peak)
+
+
+def test_backward_holds_output_and_input_gradients_only_where_needed():
+    mem = memory.profile(small_cnn())
+    back = {layer.name: layer.backward_per_example for layer in mem.layers}
+    conv = 16 * 16 * 8 * 4
+    assert back["conv"] == conv  # the first trainable layer: no gradient for its input
+    assert back["bn"] == back["relu"] == conv  # elementwise: the gradient's buffer is reused
+    assert back["pool"] == conv + 8 * 4 and mem.backward_per_example == conv + 8 * 4

@@ -59,6 +59,9 @@ class Lesson:
 # Recommended gpu-profile sizes, chosen with ``memory.largest_batch`` (see the report).
 RESNET_IMAGE = {"smoke": 32, "cpu": 32, "gpu": 224}  # lesson 04
 PER_REPLICA_BATCH = {"smoke": 16, "cpu": 16, "gpu": 32}  # lesson 04: global = this x N
+BN_PER_REPLICA_BATCH = {"smoke": 16, "cpu": 16, "gpu": 8}  # lesson 04's BatchNorm comparison
+# lesson 04's strong scaling: one device trains this whole global batch (smoke: a small net)
+STRONG_GLOBAL_BATCH = {"smoke": 128, "cpu": 32, "gpu": 32}
 PIPELINE_IMAGE = {"smoke": 32, "cpu": 64, "gpu": 224}  # lesson 05
 PIPELINE_BATCH = {"smoke": 8, "cpu": 32, "gpu": 16}  # lesson 05
 MICRO_BATCHES = (1, 2, 4, 8)
@@ -87,6 +90,19 @@ def mlp(features: int, hidden: int, outputs: int) -> memory.ModelMemory:
          keras.layers.Dense(outputs)]
     )  # fmt: skip
     return memory.profile(model)
+
+
+@functools.cache
+def small_convnet(image: int, policy: str = "float32") -> memory.ModelMemory:
+    """Lesson 04's mixed-precision demonstration net: three 32-filter convolutions."""
+    import keras
+
+    inputs = keras.Input((image, image, 3))
+    x = inputs
+    for _ in range(3):
+        x = keras.layers.Conv2D(32, 3, padding="same", activation="relu", dtype=policy)(x)
+    x = keras.layers.GlobalAveragePooling2D(dtype=policy)(x)
+    return memory.profile(keras.Model(inputs, keras.layers.Dense(10, dtype="float32")(x)))
 
 
 def pipeline_cuts(mem: memory.ModelMemory, stages: int) -> list[str]:
@@ -122,8 +138,18 @@ def _lesson03(profile: str, n: int) -> list[int]:
 
 
 def _lesson04(profile: str, n: int) -> list[int]:
-    mem = resnet50(RESNET_IMAGE[profile])
-    return [memory.mirrored(mem, PER_REPLICA_BATCH[profile] * n, n, "adam").total] * n
+    """The worst of lesson 04's steps on its first device, with every model it keeps."""
+    mem, per_replica = resnet50(RESNET_IMAGE[profile]), PER_REPLICA_BATCH[profile]
+    steps = [
+        memory.mirrored(mem, per_replica * n, n, "adam"),  # section 3: training
+        memory.one_device(mem, BN_PER_REPLICA_BATCH[profile] * n, "sgd"),  # 4: 1-device grads
+        memory.one_device(small_convnet(RESNET_IMAGE[profile]), per_replica, "sgd"),  # 5
+        memory.one_device(mem, STRONG_GLOBAL_BATCH[profile], "momentum"),  # 7: strong, 1 device
+        memory.mirrored(mem, per_replica * n, n, "momentum"),  # 7: weak scaling, N devices
+    ]
+    # alive meanwhile: section 3's ResNet and Adam's two slots, section 4's three copies
+    kept = 6 * mem.parameter_bytes
+    return [kept + max(step.total for step in steps)] * n
 
 
 def _lesson05(profile: str, n: int) -> list[int]:
@@ -203,15 +229,19 @@ def rows(fits: list[Fit]) -> list[tuple]:
 HEADERS = ("lesson", "machine", "devices", "peak MiB/device", "limit MiB", "share", "fits")
 
 
+def by_number(number: str) -> Lesson:
+    """The :data:`LESSONS` entry of lesson ``number`` ("04")."""
+    return next(item for item in LESSONS if item.number == number)
+
+
 def explain(number: str, devices: int, limit_mib: int, profile: str = "gpu") -> str:
     """One sentence a lesson prints: its predicted peak per device against the limit."""
-    lesson = next(item for item in LESSONS if item.number == number)
-    peak = max(lesson.peaks(profile, devices))
+    peak = max(by_number(number).peaks(profile, devices))
     return (
         f"lesson {number}, {profile} profile, {devices} devices: the memory model predicts "
         f"{peak / memory.MiB:,.0f} MiB per device at the peak of a step, "
         f"{peak / (limit_mib * memory.MiB):.0%} of {limit_mib:,} MiB (the course allows "
-        f"{FRACTION:.0%}; to change it: {lesson.setting})"
+        f"{FRACTION:.0%}; to change it: {by_number(number).setting})"
     )
 
 

@@ -7,10 +7,12 @@ A training step keeps on the device that runs it:
 - **gradients**: one per trainable variable, in the variable's dtype;
 - **optimizer state**: Adam keeps 2 slots per trainable variable, momentum SGD 1, SGD 0;
 - **activations**: the layer outputs the backward pass needs, for every example in flight,
-  in the layer's compute dtype (``mixed_float16`` halves them); the two gradients of
-  activations the backward pass holds at a time (into and out of the layer it is at,
-  sized by the largest layer output); and the half-precision copies of the weights that
-  mixed precision computes with;
+  in the layer's compute dtype (``mixed_float16`` halves them, but BatchNorm, which Keras
+  computes in float32, also keeps a float32 copy of its input); the gradients of
+  activations the backward pass holds at a time (out of and into the layer it is at, the
+  largest such pair; one buffer through elementwise layers, and no input gradient before
+  the first trainable layer); and the half-precision copies of the weights that mixed
+  precision computes with;
 - **inputs**: the batch itself.
 
 ``profile(model)`` reads a Keras functional (or Sequential) model's variables and layer
@@ -36,6 +38,12 @@ _NEEDS_NO_INPUT = {
     "Add", "ZeroPadding1D", "ZeroPadding2D", "GlobalAveragePooling1D", "GlobalAveragePooling2D",
     "AveragePooling2D", "Flatten", "Reshape", "Rescaling", "ReLU", "Activation", "Softmax",
 }  # fmt: skip
+# Layers Keras computes in float32 under mixed precision (keras/src/layers/normalization/
+# batch_normalization.py casts the input up): their gradient reads a float32 copy of the input.
+_UPCAST_TO_FLOAT32 = {"BatchNormalization"}
+# Layers whose backward pass is elementwise: TensorFlow writes the input's gradient into the
+# buffer of the output's (buffer forwarding), so one gradient is alive through them, not two.
+_ELEMENTWISE = {"BatchNormalization", "ReLU", "Activation", "Add", "Rescaling", "Dropout"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,8 @@ class LayerMemory:
     kept_per_example: int
     output_per_example: int
     compute_bytes: int  # bytes per element it computes in (2 under mixed_float16)
+    backward_per_example: int  # activation gradients alive while backpropagating through it
+    float32_copy_per_example: int  # the float32 copy of its input a 16-bit layer keeps
 
     @property
     def trainable_bytes(self) -> int:
@@ -77,9 +87,16 @@ class ModelMemory:
         return sum(layer.kept_per_example for layer in self.layers)
 
     @property
+    def float32_copy_per_example(self) -> int:
+        """Float32 copies of inputs kept by layers Keras computes in float32 (BatchNorm)."""
+        return sum(layer.float32_copy_per_example for layer in self.layers)
+
+    @property
     def backward_per_example(self) -> int:
-        """Activation gradients alive at once: into and out of the largest layer."""
-        return 2 * max((layer.output_per_example for layer in self.layers), default=0)
+        """Activation gradients alive at once: the gradients of the output and (when a
+        trainable layer comes before it, and it is not elementwise) the input of the layer
+        where they are largest."""
+        return max((layer.backward_per_example for layer in self.layers), default=0)
 
     @property
     def weight_copy_bytes(self) -> int:
@@ -141,18 +158,24 @@ def profile(model) -> ModelMemory:
     for layer in layers:
         if type(layer).__name__ not in _NEEDS_NO_INPUT:
             read_by_gradient.update(id(t) for t in _tensors(layer.input))
-    out = []
+    out, after_trainable = [], set()  # tensors computed from trainable variables
     for layer in layers:
-        outputs = _tensors(layer.output)
+        inputs, outputs = _tensors(layer.input), _tensors(layer.output)
+        input_gradient = any(id(t) in after_trainable for t in inputs)
+        if input_gradient or any(trainable for _, trainable in _variable_sizes(layer)):
+            after_trainable.update(id(t) for t in outputs)
         size = sum(_per_example(t) for t in outputs)
         keeps = type(layer).__name__ in _NEEDS_OUTPUT or any(
             id(t) in read_by_gradient for t in outputs
         )
-        variables = tuple(
-            (_count(v.shape) * dtype_bytes(v.dtype), bool(v.trainable)) for v in layer.weights
-        )
+        copy = sum(_count(t.shape[1:]) * 4 for t in inputs) if _upcasts(layer) else 0
+        backward = size
+        if input_gradient and type(layer).__name__ not in _ELEMENTWISE:
+            backward += sum(_per_example(t) for t in inputs)
         compute = dtype_bytes(layer.compute_dtype)
-        out.append(LayerMemory(layer.name, variables, size if keeps else 0, size, compute))
+        kept = size if keeps else 0
+        variables = _variable_sizes(layer)
+        out.append(LayerMemory(layer.name, variables, kept, size, compute, backward, copy))
     return ModelMemory(tuple(out), sum(_per_example(t) for t in model.inputs))
 
 
@@ -167,7 +190,8 @@ def one_device(
         parameters=mem.parameter_bytes,
         gradients=mem.trainable_bytes,
         optimizer=slots(optimizer) * mem.trainable_bytes,
-        activations=kept * (mem.kept_per_example + mem.backward_per_example)
+        activations=kept
+        * (mem.kept_per_example + mem.float32_copy_per_example + mem.backward_per_example)
         + mem.weight_copy_bytes,
         inputs=batch * mem.input_per_example,
     )
@@ -274,6 +298,15 @@ def explain_oom(batch: int, need, limit_bytes: int, setting: str):
         yield
     except tf.errors.ResourceExhaustedError as err:
         raise DeviceOutOfMemoryError(oom_message(batch, need, limit_bytes, setting)) from err
+
+
+def _variable_sizes(layer) -> tuple[tuple[int, bool], ...]:
+    return tuple((_count(v.shape) * dtype_bytes(v.dtype), bool(v.trainable)) for v in layer.weights)
+
+
+def _upcasts(layer) -> bool:
+    """Does Keras compute this 16-bit layer in float32 (see ``_UPCAST_TO_FLOAT32``)?"""
+    return type(layer).__name__ in _UPCAST_TO_FLOAT32 and dtype_bytes(layer.compute_dtype) < 4
 
 
 def _tensors(value) -> list:
