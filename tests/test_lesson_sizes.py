@@ -95,6 +95,22 @@ def test_lesson_04_sizes_at_smoke_and_cpu_are_the_lessons_own():
     assert ls.STRONG_GLOBAL_BATCH == {"smoke": 2 * 64, "cpu": 2 * 16, "gpu": 32}
 
 
+def test_lesson_05_takes_its_sizes_from_lesson_sizes():
+    path = pathlib.Path(__file__).parents[1] / "notebooks" / "05_resnet50_model_parallel.ipynb"
+    code = [
+        "".join(cell["source"])
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
+        if cell["cell_type"] == "code"
+    ]
+    limit = re.search(r"setup_course\(devices=(\d+), gpu_memory_mb=(\d+)\)", code[0])
+    lesson = ls.by_number("05")
+    assert limit and (int(limit[1]), int(limit[2])) == (lesson.devices, lesson.gpu_memory_mb)
+    sizes = _assignments(code)
+    assert sizes["IMG"].startswith("pick(**lesson_sizes.PIPELINE_IMAGE)")
+    assert sizes["BATCH"].startswith("pick(**lesson_sizes.PIPELINE_BATCH)")
+    assert f"gpu={ls.MICRO_BATCHES})" in sizes["MICRO"]
+
+
 def test_device_limits():
     assert ls.device_limit_bytes("GPU", True, 3328, 4) == 3328 * memory.MiB
     assert 0 < ls.device_limit_bytes("CPU", True, 1024, 4) <= ls.available_ram() // 4 + 2**20
