@@ -69,17 +69,22 @@ def _assignments(cells: list[str]) -> dict[str, str]:
     return found
 
 
-def test_lesson_04_takes_its_sizes_from_lesson_sizes():
-    path = pathlib.Path(__file__).parents[1] / "notebooks" / "04_resnet50_data_parallel.ipynb"
+def _setup_and_sizes(notebook: str, number: str) -> dict[str, str]:
+    """Check the setup cell asks for the lesson's devices and memory; return its sizes."""
+    path = pathlib.Path(__file__).parents[1] / "notebooks" / notebook
     code = [
         "".join(cell["source"])
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
         if cell["cell_type"] == "code"
     ]
     limit = re.search(r"setup_course\(devices=(\d+), gpu_memory_mb=(\d+)\)", code[0])
-    lesson = ls.by_number("04")
+    lesson = ls.by_number(number)
     assert limit and (int(limit[1]), int(limit[2])) == (lesson.devices, lesson.gpu_memory_mb)
-    sizes = _assignments(code)
+    return _assignments(code)
+
+
+def test_lesson_04_takes_its_sizes_from_lesson_sizes():
+    sizes = _setup_and_sizes("04_resnet50_data_parallel.ipynb", "04")
     assert sizes["IMAGE"].startswith("pick(**lesson_sizes.RESNET_IMAGE)")
     assert sizes["PER_REPLICA_BATCH"].startswith("pick(**lesson_sizes.PER_REPLICA_BATCH)")
     assert sizes["GLOBAL_BATCH"] == "PER_REPLICA_BATCH * N"
@@ -96,16 +101,7 @@ def test_lesson_04_sizes_at_smoke_and_cpu_are_the_lessons_own():
 
 
 def test_lesson_05_takes_its_sizes_from_lesson_sizes():
-    path = pathlib.Path(__file__).parents[1] / "notebooks" / "05_resnet50_model_parallel.ipynb"
-    code = [
-        "".join(cell["source"])
-        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
-        if cell["cell_type"] == "code"
-    ]
-    limit = re.search(r"setup_course\(devices=(\d+), gpu_memory_mb=(\d+)\)", code[0])
-    lesson = ls.by_number("05")
-    assert limit and (int(limit[1]), int(limit[2])) == (lesson.devices, lesson.gpu_memory_mb)
-    sizes = _assignments(code)
+    sizes = _setup_and_sizes("05_resnet50_model_parallel.ipynb", "05")
     assert sizes["IMG"].startswith("pick(**lesson_sizes.PIPELINE_IMAGE)")
     assert sizes["BATCH"].startswith("pick(**lesson_sizes.PIPELINE_BATCH)")
     assert f"gpu={ls.MICRO_BATCHES})" in sizes["MICRO"]
