@@ -15,6 +15,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from . import child_result
 from .measure import Timing, time_steps
 
 SETTINGS = {"course": "1", "tensorflow default": None, "off": "0"}
@@ -118,16 +119,8 @@ def _start(cmd, flag: str | None, core: set[int] | None) -> subprocess.Popen:
 
 
 def _finish(name: str, proc: subprocess.Popen, timeout: float) -> Run:
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise TimeoutError(f"the {name!r} run took over {timeout:.0f} s") from None
-    if proc.returncode != 0:
-        raise RuntimeError(f"the {name!r} run failed:\n{err[-2000:]}")
-    samples = tuple(json.loads(out.strip().splitlines()[-1]))
-    return Run(Timing(samples), ONEDNN_BANNER in err)
+    samples, err = child_result.read(proc, timeout, f"the {name!r} run")
+    return Run(Timing(tuple(samples)), ONEDNN_BANNER in err)
 
 
 def main(argv=None) -> int:

@@ -21,6 +21,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from . import child_result
+
 BFC_ENV = "TF_CPU_ALLOCATOR_USE_BFC"
 
 
@@ -100,15 +102,7 @@ def measure(
 
 def result(proc: subprocess.Popen) -> Probe:
     """Wait for a child started by :func:`measure` and read its measurement."""
-    try:
-        out, err = proc.communicate(timeout=proc.timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise TimeoutError(f"memory probe took over {proc.timeout:.0f} s") from None
-    if proc.returncode != 0:
-        raise RuntimeError(f"memory probe failed:\n{err[-2000:]}")
-    data = json.loads(out.strip().splitlines()[-1])
+    data, _ = child_result.read(proc, proc.timeout, "memory probe")
     return Probe(data["peak"], tuple(data["step_seconds"]))
 
 
