@@ -25,6 +25,18 @@ def test_setup_creates_devices_and_prints_the_table():
     assert "scale profile" in done.stdout and "3 x CPU" in done.stdout
 
 
+def test_intra_op_threads_is_set_before_tensorflow_starts():
+    done = run_python("""
+        from tflearn_helpers import setup_course
+        setup_course(devices=2, scale="smoke", intra_op_threads=1, verbose=False)
+        import tensorflow as tf
+        tf.constant(1.0) + 1
+        assert tf.config.threading.get_intra_op_parallelism_threads() == 1
+        setup_course(devices=2, scale="smoke", intra_op_threads=1, verbose=False)  # re-run
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 def test_configuring_devices_too_late_says_restart_the_kernel():
     done = run_python(
         """

@@ -85,6 +85,7 @@ def setup_course(
     onednn: bool | None = None,
     gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB,
     log_placement: bool = False,
+    intra_op_threads: int | None = None,
     verbose: bool = True,
 ) -> CourseEnv:
     """Configure TensorFlow for a lesson and print a table of what the learner has.
@@ -94,6 +95,8 @@ def setup_course(
     legacy_keras: use tf_keras (Keras 2) for the strategies Keras 3 dropped.
     onednn: force oneDNN CPU kernels on or off (default: the course setting, see lesson 00).
     log_placement: log every op's device (TensorFlow honours it only before its first op).
+    intra_op_threads: threads one op may use (default: all cores); 1 lets ops on two
+        simulated CPU devices run side by side instead of each taking every core.
     """
     _set_import_time_env(legacy_keras, onednn)
     with startup_noise.filtered():  # loading TensorFlow and its devices prints noise
@@ -102,6 +105,11 @@ def setup_course(
         gpus = tf.config.list_physical_devices("GPU")
         if log_placement:
             tf.debugging.set_log_device_placement(True)
+        if (
+            intra_op_threads
+            and intra_op_threads != tf.config.threading.get_intra_op_parallelism_threads()
+        ):
+            tf.config.threading.set_intra_op_parallelism_threads(intra_op_threads)
         profile = scale_mod.resolve(scale, has_gpu=bool(gpus))
         scale_mod.set_current(profile)
         plan = plan_devices(devices, len(gpus))
