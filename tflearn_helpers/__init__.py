@@ -1,8 +1,17 @@
 """Helpers for the tflearn course (large-scale and distributed training in TensorFlow).
 
-Each module names the lesson that teaches it. Importing this package never imports
-TensorFlow: the setup call must set environment variables before TensorFlow loads.
+The names every notebook uses come from here::
+
+    from tflearn_helpers import setup_course, pick, headline, print_table, check
+
+Anything else is a module, used by its full name (``from tflearn_helpers import mirrored``,
+then ``mirrored.make_train_step``). Importing this package never imports TensorFlow:
+``setup_course`` must set environment variables before TensorFlow loads.
 """
+
+from .checks import check, ready
+from .report import expect_error, headline, print_table, record
+from .scale import pick
 
 __version__ = "0.1.0"
 
@@ -19,4 +28,15 @@ def setup_course(*args, **kwargs):
     return _setup(*args, **kwargs)
 
 
-__all__ = ["REPO_SLUG", "setup_course", "__version__"]
+__all__ = [
+    "REPO_SLUG",
+    "check",
+    "expect_error",
+    "headline",
+    "pick",
+    "print_table",
+    "ready",
+    "record",
+    "setup_course",
+    "__version__",
+]
