@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tflearn_helpers import leftovers
+from tflearn_helpers.tooling import leftovers
 
 _before: dict[str, leftovers.Snapshot] = {}
 _started: dict[str, float] = {}

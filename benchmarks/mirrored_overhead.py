@@ -35,7 +35,7 @@ def child(n: int, args) -> dict:
     import tensorflow as tf
 
     from tflearn_helpers.allreduce import time_allreduce
-    from tflearn_helpers.data_parallel import make_train_step
+    from tflearn_helpers.mirrored import make_train_step
     from tflearn_helpers.resnet import resnet
 
     blocks = tuple(int(b) for b in args.blocks.split(","))

@@ -19,19 +19,21 @@ import statistics
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from tflearn_helpers import cluster, ps_run  # noqa: E402
+from tflearn_helpers import between_graph_runs, cluster  # noqa: E402
 from tflearn_helpers.report import print_table  # noqa: E402
 
 COUNTS = (1, 2, 4)
 
 
 def measure(spec: dict, workers: int, mode: str, updates: int, batch: int, name: str) -> dict:
-    run = ps_run.Training(spec, workers, updates, mode=mode, container=name, batch=batch)
+    run = between_graph_runs.Training(
+        spec, workers, updates, mode=mode, container=name, batch=batch
+    )
     try:
         logs = run.start().join(timeout_s=300)
     finally:
-        ps_run.release(spec, name)
-    summary = ps_run.summarize(logs)
+        between_graph_runs.release(spec, name)
+    summary = between_graph_runs.summarize(logs)
     if summary["errors"]:
         raise RuntimeError(f"{mode} with {workers} workers failed: {summary['errors']}")
     return summary
@@ -47,13 +49,13 @@ def main() -> None:
 
     tf.get_logger().setLevel("ERROR")
     spec = cluster.local_cluster_spec(workers=max(COUNTS), ps=2)
-    results = {(n, mode): [] for n in COUNTS for mode in ps_run.MODES}
+    results = {(n, mode): [] for n in COUNTS for mode in between_graph_runs.MODES}
     with cluster.LocalCluster(spec) as ps_tasks:
         ps_tasks.start("server", tasks=[("ps", 0), ("ps", 1)])
         servers = cluster.in_process_servers(spec, jobs=("worker",))  # noqa: F841
         for repeat in range(args.repeats):
             for n in COUNTS:
-                for mode in ps_run.MODES:
+                for mode in between_graph_runs.MODES:
                     name = f"{mode}-{n}-{repeat}"
                     summary = measure(spec, n, mode, args.updates, args.batch, name)
                     results[(n, mode)].append(summary)

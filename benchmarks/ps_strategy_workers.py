@@ -18,7 +18,7 @@ import statistics
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from tflearn_helpers import cluster, ps_strategy  # noqa: E402
+from tflearn_helpers import cluster, parameter_server  # noqa: E402
 from tflearn_helpers.report import print_table  # noqa: E402
 
 COUNTS = (1, 2, 4)
@@ -35,7 +35,9 @@ def main() -> None:
     rates = {n: [] for n in COUNTS}
     for _ in range(args.repeats):
         for n in COUNTS:
-            rate, split = ps_strategy.measure_workers(spec, n, steps=args.steps, work=args.work)
+            rate, split = parameter_server.measure_workers(
+                spec, n, steps=args.steps, work=args.work
+            )
             assert sum(split) == args.steps, split
             rates[n].append(rate)
     base = statistics.median(rates[1])

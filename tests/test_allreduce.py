@@ -4,8 +4,8 @@ import pytest
 from helpers import run_python
 
 from tflearn_helpers import allreduce
-from tflearn_helpers.devices import DevicePlan
 from tflearn_helpers.measure import ring_allreduce_bytes
+from tflearn_helpers.runtime.devices import DevicePlan
 
 
 def test_every_algorithm_moves_the_same_total():

@@ -6,8 +6,9 @@ import time
 import psutil
 import pytest
 
-from tflearn_helpers import cluster, leftovers
-from tflearn_helpers.tfconfig import TFConfigError
+from tflearn_helpers import cluster
+from tflearn_helpers.cluster.tf_config import TFConfigError
+from tflearn_helpers.tooling import leftovers
 
 
 def test_spec_has_distinct_free_ports():
@@ -125,7 +126,7 @@ def test_leftovers_sees_an_orphaned_server_and_its_port(tmp_path):
         import json, os, subprocess, sys
         env = dict(os.environ, TF_CONFIG=json.dumps({{"cluster": {spec!r},
                    "task": {{"type": "worker", "index": 0}}}}))
-        subprocess.Popen([sys.executable, "-m", "tflearn_helpers.task_server"], env=env,
+        subprocess.Popen([sys.executable, "-m", "tflearn_helpers.cluster.task_server"], env=env,
                          start_new_session=True)
     """,
     )

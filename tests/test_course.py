@@ -4,7 +4,7 @@ import json
 
 import nbformat
 
-from tflearn_helpers import course
+from tflearn_helpers.tooling import course
 
 
 def _notebook(path, *sources):

@@ -1,6 +1,6 @@
 import pytest
 
-from tflearn_helpers.devices import MAX_SIMULATED, plan_devices
+from tflearn_helpers.runtime.devices import MAX_SIMULATED, plan_devices
 
 
 def test_cpu_only_machine_gets_logical_cpus():

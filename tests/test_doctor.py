@@ -35,7 +35,7 @@ def test_memory_report_names_lessons_that_would_not_fit(monkeypatch, capsys):
     from types import SimpleNamespace
 
     from tflearn_helpers import doctor, lesson_sizes
-    from tflearn_helpers.devices import DevicePlan
+    from tflearn_helpers.runtime.devices import DevicePlan
 
     env = SimpleNamespace(plan=DevicePlan("CPU", 1, 4), devices=["a"] * 4, scale="cpu")
     monkeypatch.setattr(lesson_sizes, "available_ram", lambda: 64 * 2**20)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tflearn_helpers import input_pipeline as ip
-from tflearn_helpers.data import generated_images
+from tflearn_helpers.datasets import generated_images
 
 
 @pytest.fixture(scope="module")

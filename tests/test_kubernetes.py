@@ -3,7 +3,7 @@ import json
 import pytest
 import yaml
 
-from tflearn_helpers import kubernetes as k8s
+from tflearn_helpers.cluster import kubernetes as k8s
 
 CLUSTER = {"chief": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]}
 COMMAND = ["python", "-m", "tflearn_helpers.scripts.multi_worker_train", "--loop", "fit"]

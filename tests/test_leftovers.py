@@ -4,7 +4,7 @@ import sys
 
 import psutil
 
-from tflearn_helpers import leftovers
+from tflearn_helpers.tooling import leftovers
 
 ORPHAN = (  # starts a sleeper in its own session and exits: the sleeper is orphaned
     "import subprocess as s, sys; print(s.Popen([sys.executable, '-c', 'import time; "

@@ -13,7 +13,7 @@ SCENARIO = textwrap.dedent(
     import json
     import tensorflow as tf
     from tflearn_helpers import cluster
-    from tflearn_helpers import ps_strategy as pss
+    from tflearn_helpers import parameter_server as pss
     from tflearn_helpers.checks import _evaluate
 
     spec = cluster.local_cluster_spec(workers=2, ps=1, chief=True)

@@ -18,7 +18,7 @@ def test_wrong_distributed_answers_get_hints():
         from tflearn_helpers import setup_course
         course = setup_course(devices=2, scale="smoke", verbose=False)
         import tensorflow as tf
-        from tflearn_helpers import data_parallel as dp
+        from tflearn_helpers import mirrored as dp
         from tflearn_helpers.checks import _evaluate
         strategy = course.mirrored_strategy()
 

@@ -1,6 +1,6 @@
 import pytest
 
-from tflearn_helpers import scale
+from tflearn_helpers.runtime import scale
 
 
 def test_keyword_wins_over_environment(monkeypatch):

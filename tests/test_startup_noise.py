@@ -1,6 +1,6 @@
 import os
 
-from tflearn_helpers import startup_noise
+from tflearn_helpers.runtime import startup_noise
 
 
 def test_known_noise_is_dropped_and_everything_else_kept(capfd):

@@ -11,7 +11,8 @@ then ``mirrored.make_train_step``). Importing this package never imports TensorF
 
 from .checks import check, ready
 from .report import expect_error, headline, print_table, record
-from .scale import pick
+from .runtime.environment import setup_course
+from .runtime.scale import pick
 
 __version__ = "0.1.0"
 
@@ -19,13 +20,6 @@ __version__ = "0.1.0"
 #: Colab badges and the Colab install line in every notebook are stamped from it
 #: (tools/stamp_headers.py) and checked against it (tests/test_notebook_contract.py).
 REPO_SLUG = "tflearn-course/tflearn"
-
-
-def setup_course(*args, **kwargs):
-    """Configure TensorFlow for a lesson; see :func:`tflearn_helpers.environment.setup_course`."""
-    from .environment import setup_course as _setup
-
-    return _setup(*args, **kwargs)
 
 
 __all__ = [

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         from .doctor import main as doctor_main
 
         return doctor_main(devices=args.devices, timeout=args.timeout)
-    from .course import run_course
+    from .tooling.course import run_course
 
     return run_course(
         args.out,

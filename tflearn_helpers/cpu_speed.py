@@ -15,7 +15,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from . import child_result
+from .cluster import processes
 from .measure import Timing, time_steps
 
 SETTINGS = {"course": "1", "tensorflow default": None, "off": "0"}
@@ -119,7 +119,7 @@ def _start(cmd, flag: str | None, core: set[int] | None) -> subprocess.Popen:
 
 
 def _finish(name: str, proc: subprocess.Popen, timeout: float) -> Run:
-    samples, err = child_result.read(proc, timeout, f"the {name!r} run")
+    samples, err = processes.read(proc, timeout, f"the {name!r} run")
     return Run(Timing(tuple(samples)), ONEDNN_BANNER in err)
 
 

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 
-from . import startup_noise
+from .runtime import startup_noise
 
 
 class CheckFailed(RuntimeError):

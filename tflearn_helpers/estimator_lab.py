@@ -19,7 +19,7 @@ import time
 import weakref
 from pathlib import Path
 
-from .cluster import _die_with_parent
+from .cluster.local import _die_with_parent
 from .placement import _LOG_LINE as _PLACEMENT_LINE
 
 _LOSS_LINE = re.compile(r"loss = ([-+0-9.eE]+|nan|inf), step = (\d+)")

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import memory
-from .devices import DEFAULT_GPU_MEMORY_MB, plan_devices
+from .runtime.devices import DEFAULT_GPU_MEMORY_MB, plan_devices
 
 _BLOCK_END = re.compile(r"^conv\d+_block\d+_out$")
 FRACTION = 0.7  # of a device's memory a lesson may plan to use at its peak

@@ -21,7 +21,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from . import child_result
+from .cluster import processes
 
 BFC_ENV = "TF_CPU_ALLOCATOR_USE_BFC"
 
@@ -102,7 +102,7 @@ def measure(
 
 def result(proc: subprocess.Popen) -> Probe:
     """Wait for a child started by :func:`measure` and read its measurement."""
-    data, _ = child_result.read(proc, proc.timeout, "memory probe")
+    data, _ = processes.read(proc, proc.timeout, "memory probe")
     return Probe(data["peak"], tuple(data["step_seconds"]))
 
 

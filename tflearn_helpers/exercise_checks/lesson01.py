@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import random
 
-from .. import tfconfig
 from ..checks import exercise
+from ..cluster import tf_config
 
 
 @exercise("01.4")
 def ps_of_logits_kernel(answer):
-    from ..ps_legacy import placement
+    from ..between_graph import placement
 
     if not isinstance(answer, str) or not answer.startswith("ps:"):
         return "answer with a task name like 'ps:0', as in the lesson's placement table"
@@ -25,7 +25,7 @@ def ps_of_logits_kernel(answer):
 
 @exercise("01.3")
 def staleness_function(fn):
-    from ..ps_run import WorkerLog
+    from ..between_graph_runs import WorkerLog
 
     if not callable(fn):
         return "pass your function itself: staleness(before, after) -> list of ints"
@@ -47,8 +47,8 @@ def staleness_function(fn):
 @exercise("01.2")
 def evaluator_tf_config(answer):
     try:
-        config = tfconfig.validate(answer)
-    except tfconfig.TFConfigError as err:
+        config = tf_config.validate(answer)
+    except tf_config.TFConfigError as err:
         return f"TF_CONFIG is not valid: {err}"
     cluster = config["cluster"]
     missing = sorted({"chief", "worker", "ps", "evaluator"} - set(cluster))

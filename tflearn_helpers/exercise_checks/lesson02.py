@@ -36,7 +36,7 @@ def per_worker_training(answer, coordinator, spec, steps=30):
     ``coordinator``) for ``steps`` steps."""
     import tensorflow as tf
 
-    from ..ps_strategy import toy_model
+    from ..parameter_server import toy_model
 
     if not isinstance(answer, tuple | list) or len(answer) != 2:
         return "pass the pair (dataset_fn, make_train_step)"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import data_parallel as dp
+from .. import mirrored as dp
 from ..checks import exercise
 from ..measure import ring_allreduce_bytes
 

@@ -18,7 +18,7 @@ def file_sharded_pipeline(fn):
 
 
 def _check_shards(fn, directory: str):
-    from ..data import generated_images
+    from ..datasets import generated_images
     from ..input_pipeline import write_shards
 
     files = write_shards(generated_images(48, 32, seed=7), directory, shards=8)

@@ -98,16 +98,16 @@ def same_as_one_device(answer, results):
 
 
 @exercise("06.4")
-def two_workers_trained_as_one_job(outcomes, out_dir, tf_config):
+def two_workers_trained_as_one_job(outcomes, out_dir, learner_tf_config):
     """outcomes: [(exit code, output)] of both workers; out_dir: where they wrote."""
     from .. import multi_worker as mw
-    from .. import tfconfig
+    from ..cluster import tf_config
 
     configs = []
     for index in (0, 1):
         try:
-            configs.append(tfconfig.validate(tf_config(index)))
-        except tfconfig.TFConfigError as err:
+            configs.append(tf_config.validate(learner_tf_config(index)))
+        except tf_config.TFConfigError as err:
             return f"tf_config({index}) is not a valid TF_CONFIG: {err}"
     if configs[0]["cluster"] != configs[1]["cluster"]:
         return "the two workers were given different clusters: every task must see the same one"

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import portpicker
 
-from . import tfconfig
+from . import tf_config
 
 SECURITY_NOTE = (
     "Security: TensorFlow's gRPC servers accept unauthenticated, unencrypted connections "
@@ -104,7 +104,7 @@ class LocalCluster:
         env: dict[str, str] | None = None,
     ):
         for job in cluster:  # validate the whole cluster once, via any task of it
-            tfconfig.build(cluster, job, 0)
+            tf_config.build(cluster, job, 0)
         self.cluster = cluster
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="tflearn-cluster-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -129,14 +129,14 @@ class LocalCluster:
 
     def _command(self, target: str, args) -> list[str]:
         if target == "server":
-            return [sys.executable, "-m", "tflearn_helpers.task_server", *map(str, args)]
+            return [sys.executable, "-m", "tflearn_helpers.cluster.task_server", *map(str, args)]
         return [sys.executable, "-u", str(target), *map(str, args)]
 
     def _launch(self, task: tuple[str, int], command: list[str]) -> None:
         if task in self.procs and self.procs[task].poll() is None:
             raise RuntimeError(f"task {task[0]}:{task[1]} is already running")
         env = dict(os.environ, **self.env)
-        env["TF_CONFIG"] = json.dumps(tfconfig.build(self.cluster, *task))
+        env["TF_CONFIG"] = json.dumps(tf_config.build(self.cluster, *task))
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         log = open(self.log_path(*task), "a", buffering=1)
         self.procs[task] = subprocess.Popen(
@@ -189,7 +189,7 @@ class LocalCluster:
         """Start a killed task again with the same command and TF_CONFIG."""
         task = (job, index)
         self._launch(task, self._targets[task])
-        if self._targets[task][1:3] == ["-m", "tflearn_helpers.task_server"]:
+        if self._targets[task][1:3] == ["-m", "tflearn_helpers.cluster.task_server"]:
             self.wait_listening([task], ready_timeout)
 
     def wait(self, tasks=None, timeout: float = 300.0) -> dict[tuple[str, int], int]:

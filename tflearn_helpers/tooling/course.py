@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..report import HEADLINES_ENV
 from . import leftovers
-from .report import HEADLINES_ENV
 
 FOLDERS = ("notebooks", "solutions", "exercises")
 
@@ -74,7 +74,7 @@ def run_course(
 def _time_table(results: list[dict]) -> str:
     import platform
 
-    from .report import format_table
+    from ..report import format_table
 
     stack = f"Python {platform.python_version()}, TensorFlow {_version('tensorflow')}"
     stack += f", Keras {_version('keras')}"

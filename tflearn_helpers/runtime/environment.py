@@ -12,10 +12,10 @@ import platform
 import sys
 from dataclasses import dataclass, field
 
+from ..report import format_table
 from . import scale as scale_mod
 from . import startup_noise
 from .devices import DEFAULT_GPU_MEMORY_MB, DevicePlan, apply_plan, plan_devices
-from .report import format_table
 
 ONEDNN_ENV = "TF_ENABLE_ONEDNN_OPTS"
 LEGACY_KERAS_ENV = "TF_USE_LEGACY_KERAS"

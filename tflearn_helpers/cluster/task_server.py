@@ -1,4 +1,4 @@
-"""One cluster task as a bare gRPC server: ``python -m tflearn_helpers.task_server``.
+"""One cluster task as a bare gRPC server: ``python -m tflearn_helpers.cluster.task_server``.
 
 Reads and validates TF_CONFIG, starts a ``tf.distribute.Server`` for its task and serves
 until it is stopped. LocalCluster starts it for ps tasks and for workers that a
@@ -12,11 +12,11 @@ import sys
 
 
 def main() -> int:
-    from tflearn_helpers import tfconfig
+    from tflearn_helpers.cluster import tf_config
 
     try:
-        config = tfconfig.validate(os.environ.get("TF_CONFIG", ""))
-    except tfconfig.TFConfigError as err:
+        config = tf_config.validate(os.environ.get("TF_CONFIG", ""))
+    except tf_config.TFConfigError as err:
         print(f"task_server: {err}", file=sys.stderr)
         return 2
     import tensorflow as tf

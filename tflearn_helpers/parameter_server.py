@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .cluster import _die_with_parent, pick_ports
+from .cluster.local import _die_with_parent, pick_ports
 
 EVENT_TAG = "PSDEMO"
 

@@ -272,7 +272,7 @@ def tf_config_env(addresses: list[str]) -> list[dict]:
 
 def pod_tf_config(env: list[dict], index: int) -> dict:
     """The TF_CONFIG a pod with completion index ``index`` would see (validated)."""
-    from . import tfconfig
+    from . import tf_config
 
     values = {"TASK_INDEX": str(index)}
     for item in env:
@@ -282,7 +282,7 @@ def pod_tf_config(env: list[dict], index: int) -> dict:
             )
     if "TF_CONFIG" not in values:
         raise ValueError("this container env sets no TF_CONFIG")
-    return tfconfig.validate(values["TF_CONFIG"])
+    return tf_config.validate(values["TF_CONFIG"])
 
 
 def _replica_spec(

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import cluster, ps_legacy
+from . import between_graph, cluster
 
 MODES = ("async", "sync")
 
@@ -124,8 +124,10 @@ class Training:
         graph = tf.Graph()
         try:
             with graph.as_default(), graph.container(self.container):
-                model = ps_legacy.build_model(index, len(self.cluster["ps"]), sync_replicas=sync)
-                config = ps_legacy.session_config(index, self.timeout_s)
+                model = between_graph.build_model(
+                    index, len(self.cluster["ps"]), sync_replicas=sync
+                )
+                config = between_graph.session_config(index, self.timeout_s)
                 session = _monitored_session(
                     self.target(index),
                     index,
@@ -160,7 +162,7 @@ class Training:
         while not self.stop.is_set():
             if step == self.crash_after.get(index):
                 return
-            x, y = ps_legacy.make_data(seed=100_000 * index + step, batch=self.batch)
+            x, y = between_graph.make_data(seed=100_000 * index + step, batch=self.batch)
             _, loss, before, after = session.run(fetches, {model["x"]: x, model["y"]: y})
             log.before.append(int(before))
             log.after.append(int(after))
@@ -192,7 +194,7 @@ def _monitored_session(
             log_step_count_steps=None,
             stop_grace_period_secs=1,
         )
-    creator = ps_legacy.quick_worker_session_creator(target, config)
+    creator = between_graph.quick_worker_session_creator(target, config)
     return v1.train.MonitoredSession(creator, hooks=model["hooks"], stop_grace_period_secs=1)
 
 

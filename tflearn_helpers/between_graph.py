@@ -5,7 +5,7 @@ puts the variables on the ps tasks (round-robin in creation order) and the compu
 worker's device. This module builds that graph (asynchronous, or synchronous with
 ``SyncReplicasOptimizer``), reports the placement, configures worker sessions (device
 filters, timeouts, a quick non-chief poll) and traces which device really ran which op.
-:mod:`tflearn_helpers.ps_run` runs the workers and measures them.
+:mod:`tflearn_helpers.between_graph_runs` runs the workers and measures them.
 """
 
 from __future__ import annotations

@@ -5,22 +5,22 @@ import json
 import numpy as np
 import pytest
 
-from tflearn_helpers import ps_legacy
+from tflearn_helpers import between_graph
 
 
 def test_make_data_is_deterministic_and_learnable():
-    x1, y1 = ps_legacy.make_data(seed=3, batch=64)
-    x2, y2 = ps_legacy.make_data(seed=3, batch=64)
-    assert x1.shape == (64, ps_legacy.FEATURES) and x1.dtype == np.float32
+    x1, y1 = between_graph.make_data(seed=3, batch=64)
+    x2, y2 = between_graph.make_data(seed=3, batch=64)
+    assert x1.shape == (64, between_graph.FEATURES) and x1.dtype == np.float32
     np.testing.assert_array_equal(y1, y2)
-    assert set(np.unique(y1)) <= set(range(ps_legacy.CLASSES))
+    assert set(np.unique(y1)) <= set(range(between_graph.CLASSES))
     assert len(np.unique(y1)) > 1  # a teacher with several classes, not constant labels
-    _, y_other = ps_legacy.make_data(seed=4, batch=64)
+    _, y_other = between_graph.make_data(seed=4, batch=64)
     assert not np.array_equal(y1, y_other)
 
 
 def test_round_robin_placement_and_partitions():
-    rows = ps_legacy.placement(num_ps=2, partitions=2)
+    rows = between_graph.placement(num_ps=2, partitions=2)
     devices = {name: device for name, _, device, _ in rows}
     assert [devices[n] for n in ("global_step", "hidden/kernel", "hidden/bias")] == [
         "ps:0",
@@ -29,12 +29,12 @@ def test_round_robin_placement_and_partitions():
     ]
     assert {devices["embedding/part_0"], devices["embedding/part_1"]} == {"ps:0", "ps:1"}
     sizes = {name: size for name, _, _, size in rows}
-    assert sizes["hidden/kernel"] == ps_legacy.FEATURES * ps_legacy.HIDDEN * 4
+    assert sizes["hidden/kernel"] == between_graph.FEATURES * between_graph.HIDDEN * 4
 
 
 def test_bytes_per_task_sums_each_device():
     rows = [("a", (2,), "ps:0", 8), ("b", (1,), "ps:1", 4), ("c", (1,), "ps:0", 4)]
-    assert ps_legacy.bytes_per_task(rows) == {"ps:0": 12, "ps:1": 4}
+    assert between_graph.bytes_per_task(rows) == {"ps:0": 12, "ps:1": 4}
 
 
 @pytest.mark.parametrize(
@@ -42,7 +42,7 @@ def test_bytes_per_task_sums_each_device():
     [("/job:ps/task:1/device:CPU:0", "ps:1"), ("/job:worker/replica:0/task:0", "worker:0")],
 )
 def test_short_device_names(device, short):
-    assert ps_legacy.short_device(device) == short
+    assert between_graph.short_device(device) == short
 
 
 @pytest.mark.parametrize(
@@ -53,25 +53,25 @@ def test_build_model_rejects_bad_input(kwargs):
 
     kwargs = {"task_index": 0, **kwargs}
     with tf.Graph().as_default(), pytest.raises(ValueError, match="need num_ps"):
-        ps_legacy.build_model(kwargs.pop("task_index"), **kwargs)
+        between_graph.build_model(kwargs.pop("task_index"), **kwargs)
 
 
 def test_placement_rejects_negative_partitions():
     with pytest.raises(ValueError, match="partitions"):
-        ps_legacy.placement(2, partitions=-1)
+        between_graph.placement(2, partitions=-1)
 
 
 def test_sync_model_has_a_hook_and_a_token_release():
     import tensorflow as tf
 
     with tf.Graph().as_default():
-        model = ps_legacy.build_model(1, 2, sync_replicas=2)
+        model = between_graph.build_model(1, 2, sync_replicas=2)
     assert len(model["hooks"]) == 1 and model["release"] is not None
     assert model["release"].device == model["step"].device  # beside the optimizer's queue
 
 
 def test_session_config_filters_devices_and_sets_a_timeout():
-    config = ps_legacy.session_config(task_index=1, timeout_s=2.5)
+    config = between_graph.session_config(task_index=1, timeout_s=2.5)
     assert list(config.device_filters) == ["/job:ps", "/job:worker/task:1"]
     assert config.operation_timeout_in_ms == 2500
 
@@ -84,7 +84,7 @@ def test_session_config_filters_devices_and_sets_a_timeout():
     ],
 )
 def test_op_type_from_trace_labels(node, label, op):
-    assert ps_legacy._op_type(node, label) == op
+    assert between_graph._op_type(node, label) == op
 
 
 def test_traced_ops_reads_a_worker_programs_trace_line():
@@ -93,8 +93,8 @@ def test_traced_ops_reads_a_worker_programs_trace_line():
         "/job:ps/replica:0/task:1/device:CPU:0": ["u = ResourceApplyGradientDescent(w, g)"],
     }
     text = "TensorFlow noise\n" + json.dumps({"trace": trace}) + "\n"
-    assert ps_legacy.traced_ops(text) == {
+    assert between_graph.traced_ops(text) == {
         "ps:1": ["ResourceApplyGradientDescent"],
         "worker:0": ["MatMul"],
     }
-    assert ps_legacy.traced_ops("no trace here") == {}
+    assert between_graph.traced_ops("no trace here") == {}

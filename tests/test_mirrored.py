@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from helpers import run_python
 
-from tflearn_helpers import data_parallel as dp
+from tflearn_helpers import mirrored as dp
 
 
 def test_teacher_data_is_deterministic_and_uses_every_class():
@@ -50,7 +50,7 @@ def test_replica_checks_need_variables():
 
 def test_distributed_step_matches_one_device_and_the_mistake_is_n_times():
     done = run_python("""
-        from tflearn_helpers import setup_course, data_parallel as dp
+        from tflearn_helpers import setup_course, mirrored as dp
         course = setup_course(devices=2, scale="smoke", verbose=False)
         import numpy as np, pytest, tensorflow as tf
         strategy = course.mirrored_strategy()

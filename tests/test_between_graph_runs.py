@@ -8,14 +8,14 @@ import time
 
 import pytest
 
-from tflearn_helpers import ps_run
+from tflearn_helpers import between_graph_runs
 
 SPEC = {"ps": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]}
 
 
 def _log(index, before, after, start=0.0, dt=0.1):
     times = [start + dt * (i + 1) for i in range(len(before))]
-    return ps_run.WorkerLog(
+    return between_graph_runs.WorkerLog(
         index, before=before, after=after, losses=[1.0] * len(before), times=times
     )
 
@@ -27,26 +27,26 @@ def test_staleness_counts_other_workers_updates():
 
 def test_rollbacks_find_a_restored_checkpoint():
     log = _log(0, before=[28, 29, 20, 21], after=[29, 30, 21, 22])
-    assert ps_run.rollbacks(log) == [(30, 20)]
-    assert ps_run.rollbacks(_log(0, [0, 1], [1, 2])) == []
+    assert between_graph_runs.rollbacks(log) == [(30, 20)]
+    assert between_graph_runs.rollbacks(_log(0, [0, 1], [1, 2])) == []
 
 
 def test_summarize_async_and_sync_logs():
     async_logs = [_log(0, [0, 2, 4, 6], [1, 3, 5, 7]), _log(1, [0, 1, 3, 5], [2, 4, 6, 8])]
-    s = ps_run.summarize(async_logs, warmup=1)
+    s = between_graph_runs.summarize(async_logs, warmup=1)
     assert s["worker_steps"] == 8 and s["updates"] == 8 and s["steps_per_update"] == 1
     assert s["mean_staleness"] == pytest.approx(
         sum(x for log in async_logs for x in log.staleness) / 8
     )
     assert s["updates_per_s"] > 0 and not s["errors"]
     sync_logs = [_log(0, [0, 1, 2], [1, 2, 3]), _log(1, [0, 1, 2], [1, 2, 3])]
-    s = ps_run.summarize(sync_logs, warmup=1)
+    s = between_graph_runs.summarize(sync_logs, warmup=1)
     assert s["steps_per_update"] == 2 and s["max_staleness"] == 0
 
 
 def test_summarize_reports_errors_and_empty_logs():
-    failed = ps_run.WorkerLog(1, error="DeadlineExceededError: Operation timed out.")
-    s = ps_run.summarize([failed])
+    failed = between_graph_runs.WorkerLog(1, error="DeadlineExceededError: Operation timed out.")
+    s = between_graph_runs.summarize([failed])
     assert s["worker_steps"] == 0 and s["errors"] == ["worker 1: " + failed.error]
 
 
@@ -62,11 +62,11 @@ def test_summarize_reports_errors_and_empty_logs():
 )
 def test_training_rejects_bad_input(args, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        ps_run.Training(*args, **kwargs)
+        between_graph_runs.Training(*args, **kwargs)
 
 
 def test_join_times_out_instead_of_hanging():
-    run = ps_run.Training(SPEC, 1, 5, mode="async", container="c")
+    run = between_graph_runs.Training(SPEC, 1, 5, mode="async", container="c")
     run._threads = [__import__("threading").Thread(target=__import__("time").sleep, args=(2,))]
     run.start()
     with pytest.raises(TimeoutError, match="did not finish"):
@@ -85,7 +85,7 @@ def test_parse_worker_log_reads_json_lines_and_skips_noise():
             '{"before": 3, "aft',  # cut short by a kill
         ]
     )
-    log = ps_run.parse_worker_log(1, text)
+    log = between_graph_runs.parse_worker_log(1, text)
     assert log.task_index == 1 and log.ready_at == 12.5
     assert log.before == [0, 2] and log.after == [2, 3] and log.staleness == [1, 0]
     assert log.losses == [1.5, 1.0] and log.times == [13.0, 13.1]
@@ -94,7 +94,7 @@ def test_parse_worker_log_reads_json_lines_and_skips_noise():
 @pytest.mark.parametrize("workers", [0, 3])
 def test_worker_processes_reject_more_workers_than_the_cluster_has(workers):
     with pytest.raises(ValueError, match="worker"):
-        ps_run.WorkerProcesses(SPEC, "program.py", workers)
+        between_graph_runs.WorkerProcesses(SPEC, "program.py", workers)
 
 
 FAKE_WORKER = """
@@ -120,7 +120,7 @@ def test_worker_processes_start_together_report_steps_and_stop(tmp_path):
     program = tmp_path / "fake_worker.py"
     program.write_text(FAKE_WORKER)
     spec = {"ps": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]}
-    with ps_run.WorkerProcesses(spec, program, 2, ["--steps", 20]) as run:
+    with between_graph_runs.WorkerProcesses(spec, program, 2, ["--steps", 20]) as run:
         assert run.global_step() == 0  # nobody steps before go()
         run.go(timeout_s=60)
         assert run.wait_for_worker_steps(1, 5, timeout_s=60)
@@ -137,7 +137,7 @@ def test_worker_processes_report_a_worker_that_dies_before_it_is_ready(tmp_path)
     program.write_text("raise SystemExit('no TensorFlow here')\n")
     spec = {"ps": ["localhost:1"], "worker": ["localhost:2"]}
     with (
-        ps_run.WorkerProcesses(spec, program, 1) as run,
+        between_graph_runs.WorkerProcesses(spec, program, 1) as run,
         pytest.raises(RuntimeError, match="exited"),
     ):
         run.go(timeout_s=30)
@@ -147,7 +147,7 @@ def test_a_frozen_worker_is_alive_silent_and_stopped_by_finish(tmp_path):
     program = tmp_path / "fake_worker.py"
     program.write_text(FAKE_WORKER)
     spec = {"ps": ["localhost:1"], "worker": ["localhost:2"]}
-    with ps_run.WorkerProcesses(spec, program, 1, ["--steps", 10**6]) as run:
+    with between_graph_runs.WorkerProcesses(spec, program, 1, ["--steps", 10**6]) as run:
         run.go(timeout_s=60)
         assert run.wait_for_step(5, timeout_s=60)
         run.freeze(0)

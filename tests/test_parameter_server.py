@@ -1,11 +1,11 @@
-"""Unit tests for tflearn_helpers.ps_strategy (no TensorFlow cluster: lesson 02 runs those)."""
+"""Unit tests for tflearn_helpers.parameter_server (no TensorFlow cluster: lesson 02 runs those)."""
 
 import sys
 import time
 
 import pytest
 
-from tflearn_helpers import ps_strategy as pss
+from tflearn_helpers import parameter_server as pss
 
 SPEC = {
     "chief": ["localhost:1000"],

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from tflearn_helpers.tfconfig import TFConfigError, build, validate
+from tflearn_helpers.cluster.tf_config import TFConfigError, build, validate
 
 CLUSTER = {"chief": ["localhost:2222"], "worker": ["localhost:2223", "localhost:2224"]}
 

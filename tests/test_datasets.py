@@ -1,22 +1,22 @@
-"""tflearn_helpers.data: generated learnable images and the CIFAR-10 fallback."""
+"""tflearn_helpers.datasets: generated learnable images and the CIFAR-10 fallback."""
 
 import numpy as np
 import pytest
 
-from tflearn_helpers import data
+from tflearn_helpers import datasets
 
 
 def test_generated_images_shape_range_and_determinism():
-    a = data.generated_images(40, size=16, classes=3, seed=5)
-    b = data.generated_images(40, size=16, classes=3, seed=5)
+    a = datasets.generated_images(40, size=16, classes=3, seed=5)
+    b = datasets.generated_images(40, size=16, classes=3, seed=5)
     assert a.x.shape == (40, 16, 16, 3) and a.x.dtype == np.uint8
     assert a.y.dtype == np.int32 and set(a.y) <= {0, 1, 2}
     assert np.array_equal(a.x, b.x) and np.array_equal(a.y, b.y)
-    assert not np.array_equal(a.x, data.generated_images(40, 16, 3, seed=6).x)
+    assert not np.array_equal(a.x, datasets.generated_images(40, 16, 3, seed=6).x)
 
 
 def test_classes_are_learnable_from_mean_colour():
-    imgs = data.generated_images(400, size=16, classes=4, seed=0)
+    imgs = datasets.generated_images(400, size=16, classes=4, seed=0)
     colour = imgs.x.reshape(400, -1, 3).mean(axis=1)
     centres = np.stack([colour[imgs.y == k].mean(axis=0) for k in range(4)])
     nearest = np.argmin(((colour[:, None] - centres[None]) ** 2).sum(-1), axis=1)
@@ -29,38 +29,38 @@ def test_classes_are_learnable_from_mean_colour():
 )
 def test_generated_images_rejects_bad_input(kwargs):
     with pytest.raises(ValueError):
-        data.generated_images(**kwargs)
+        datasets.generated_images(**kwargs)
 
 
 def test_training_images_never_touches_the_network_when_not_real(monkeypatch, capsys):
-    monkeypatch.setattr(data, "cifar10", lambda *a: pytest.fail("network touched"))
-    train, held = data.training_images(30, size=16, held_out=10, real=False)
+    monkeypatch.setattr(datasets, "cifar10", lambda *a: pytest.fail("network touched"))
+    train, held = datasets.training_images(30, size=16, held_out=10, real=False)
     assert len(train.x) == 30 and len(held.x) == 10
     assert "smoke profile never downloads" in capsys.readouterr().out
 
 
 def test_training_images_falls_back_when_offline(monkeypatch, capsys):
-    monkeypatch.setattr(data, "_keras_cache_has", lambda name: False)
-    monkeypatch.setattr(data, "reachable", lambda host, timeout: False)
-    train, _ = data.training_images(8, size=16, real=True, timeout=0.1)
+    monkeypatch.setattr(datasets, "_keras_cache_has", lambda name: False)
+    monkeypatch.setattr(datasets, "reachable", lambda host, timeout: False)
+    train, _ = datasets.training_images(8, size=16, real=True, timeout=0.1)
     out = capsys.readouterr().out
     assert "offline" in out and "not reachable" in out and train.source.startswith("generated")
 
 
 def test_training_images_rejects_bad_held_out():
     with pytest.raises(ValueError, match="held_out"):
-        data.training_images(8, held_out=-1, real=False)
+        datasets.training_images(8, held_out=-1, real=False)
 
 
 def test_cifar10_rejects_bad_timeout():
     with pytest.raises(ValueError, match="timeout"):
-        data.cifar10(timeout=0)
+        datasets.cifar10(timeout=0)
 
 
 def test_reachable_is_false_for_a_closed_port():
-    assert data.reachable(("127.0.0.1", 9), timeout=0.5) is False
+    assert datasets.reachable(("127.0.0.1", 9), timeout=0.5) is False
 
 
 def test_to_float():
     x = np.array([[0, 255]], dtype=np.uint8)
-    assert np.allclose(data.to_float(x), [[0.0, 1.0]])
+    assert np.allclose(datasets.to_float(x), [[0.0, 1.0]])

@@ -1,0 +1,35 @@
+import numpy as np
+import pytest
+
+from tflearn_helpers import validate
+
+
+@pytest.mark.parametrize("value", [0, 3, np.int64(2)])
+def test_whole_numbers_pass_and_come_back_as_int(value):
+    assert validate.is_whole_number(value)
+    assert type(validate.whole_number("n", value)) is int
+
+
+@pytest.mark.parametrize("value", [True, 2.0, "2", None])
+def test_non_integers_are_refused_with_the_name(value):
+    assert not validate.is_whole_number(value)
+    with pytest.raises(validate.WholeNumberError, match=r"^n must be a whole number, got"):
+        validate.whole_number("n", value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"minimum": 1}, "a whole number >= 1"),
+        ({"maximum": -1}, "a whole number <= -1"),
+        ({"minimum": 1, "maximum": 4}, "a whole number from 1 to 4"),
+    ],
+)
+def test_out_of_range_says_what_is_accepted(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        validate.whole_number("devices", 0, **kwargs)
+
+
+def test_the_error_is_both_a_value_error_and_a_type_error():
+    assert issubclass(validate.WholeNumberError, ValueError)
+    assert issubclass(validate.WholeNumberError, TypeError)

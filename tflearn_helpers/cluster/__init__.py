@@ -1,0 +1,28 @@
+"""Clusters on localhost and beyond: TF_CONFIG, local task processes, Kubernetes manifests.
+
+``from tflearn_helpers import cluster`` gives the local-cluster names directly
+(``cluster.LocalCluster``, ``cluster.local_cluster_spec``); the other modules are
+``cluster.tf_config``, ``cluster.processes`` and ``cluster.kubernetes``.
+"""
+
+from . import kubernetes, processes, tf_config
+from .local import (
+    SECURITY_NOTE,
+    LocalCluster,
+    in_process_servers,
+    local_cluster_spec,
+    pick_ports,
+    port_is_listening,
+)
+
+__all__ = [
+    "SECURITY_NOTE",
+    "LocalCluster",
+    "in_process_servers",
+    "kubernetes",
+    "local_cluster_spec",
+    "pick_ports",
+    "port_is_listening",
+    "processes",
+    "tf_config",
+]
