@@ -13,20 +13,20 @@ SCENARIO = textwrap.dedent(
     import json
     import tensorflow as tf
     from tflearn_helpers import cluster
-    from tflearn_helpers import parameter_server as pss
+    from tflearn_helpers import datasets, parameter_server
     from tflearn_helpers.checks import _evaluate
 
     spec = cluster.local_cluster_spec(workers=2, ps=1, chief=True)
     servers = cluster.in_process_servers(spec)
-    strategy, coordinator = pss.make_strategy(spec)
+    strategy, coordinator = parameter_server.make_strategy(spec)
 
 
     def dataset_fn():
-        return pss.toy_dataset(32)
+        return datasets.regression_batches(32)
 
 
     def finite_dataset_fn():
-        return pss.toy_dataset(32, repeat=False).take(3)
+        return datasets.regression_batches(32, repeat=False).take(3)
 
 
     def make_step(apply=True):

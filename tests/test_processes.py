@@ -1,27 +1,132 @@
-import subprocess
-import sys
+"""The one process launcher: start/stop/with, the atexit registry, wait_until, PDEATHSIG."""
 
+import os
+import sys
+import textwrap
+import time
+
+import psutil
 import pytest
 
 from tflearn_helpers.cluster import processes
 
 
-def _child(code: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+def _python(code: str, **options) -> processes.Child:
+    return processes.start([sys.executable, "-u", "-c", textwrap.dedent(code)], **options)
+
+
+def _gone(pid: int) -> bool:
+    return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_reads_the_last_line_as_json_and_keeps_stderr_apart():
+    child = _python(
+        "import sys; print('noise'); print('[1, 2]'); print('note', file=sys.stderr)",
+        merge_stderr=False,
     )
-
-
-def test_reads_the_last_line_as_json_and_keeps_stderr():
-    proc = _child("import sys; print('noise'); print('[1, 2]'); print('note', file=sys.stderr)")
-    data, err = processes.read(proc, 30, "a child")
-    assert data == [1, 2] and "note" in err
+    data, err = processes.read(child, 30, "a child")
+    assert data == [1, 2] and "note" in err and "note" not in child.output()
 
 
 def test_a_failing_or_hanging_child_is_reported_and_stopped():
     with pytest.raises(RuntimeError, match="a child failed"):
-        processes.read(_child("raise SystemExit(3)"), 30, "a child")
-    slow = _child("import time; time.sleep(60)")
+        processes.read(_python("raise SystemExit(3)"), 30, "a child")
+    slow = _python("import time; time.sleep(60)")
     with pytest.raises(TimeoutError, match="over 1 s"):
         processes.read(slow, 1, "a child")
-    assert slow.poll() is not None  # killed, not left running
+    assert not slow.running()  # killed, not left running
+
+
+def test_with_stops_the_child_and_its_own_children():
+    with _python(
+        """
+        import subprocess, sys, time
+        grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        print(grandchild.pid, flush=True)
+        time.sleep(60)
+        """
+    ) as child:
+        line = processes.wait_until(child.output, 30, "the grandchild's pid", depends_on=[child])
+        grandchild = int(line.split()[0])
+        assert child.running()
+    assert not child.running() and child.returncode == -15  # SIGTERM first
+    processes.wait_until(lambda: _gone(grandchild), 10, "the grandchild to die")
+
+
+def test_stop_kills_what_ignores_sigterm_after_the_grace():
+    child = _python(
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print('ready', flush=True); time.sleep(60)"
+    )
+    processes.wait_until(lambda: "ready" in child.output(), 30, "ready")
+    start = time.monotonic()
+    assert child.stop(grace=0.5) == -9
+    assert time.monotonic() - start < 10
+    assert child.stop() == -9  # stopping again is harmless
+
+
+def test_the_registry_stops_every_child_at_exit():
+    first, second = _python("import time; time.sleep(60)"), _python("import time; time.sleep(60)")
+    assert {first, second} <= processes._LIVE
+    processes.stop_all(grace=0.5)
+    assert not first.running() and not second.running()
+    assert not {first, second} & processes._LIVE
+
+
+def test_environment_is_extended_and_can_lose_names(tmp_path, monkeypatch):
+    monkeypatch.setenv("TFLEARN_DROP_ME", "1")
+    child = _python(
+        "import os; print(os.environ.get('EXTRA'), os.environ.get('TFLEARN_DROP_ME'))",
+        env={"EXTRA": 5},
+        unset=("TFLEARN_DROP_ME",),
+        log_path=tmp_path / "a" / "log.txt",
+    )
+    assert child.wait(30) == 0
+    assert child.output().strip() == "5 None" and (tmp_path / "a" / "log.txt").exists()
+
+
+def test_wait_until_returns_the_value_or_times_out_saying_what_it_waited_for():
+    calls = iter([0, 0, 7])
+    assert processes.wait_until(lambda: next(calls), 5, "x", poll=0.001) == 7
+    with pytest.raises(TimeoutError, match="waited 0 s for nothing. If the machine is busy"):
+        processes.wait_until(lambda: False, 0.05, "nothing", poll=0.01)
+    with pytest.raises(ValueError, match="timeout"):
+        processes.wait_until(lambda: True, 0, "x")
+
+
+def test_wait_until_stops_early_when_a_child_it_depends_on_dies():
+    child = _python("print('last words'); raise SystemExit(4)")
+    start = time.monotonic()
+    with pytest.raises(
+        processes.ProcessExitedError, match="(?s)while waiting for the moon.*last words"
+    ):
+        processes.wait_until(lambda: False, 60, "the moon", depends_on=[child])
+    assert time.monotonic() - start < 30 and child.returncode == 4
+
+
+def test_a_child_dies_with_its_killed_parent(tmp_path):
+    """A parent killed outright (no atexit) still takes its children with it (Linux)."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("PR_SET_PDEATHSIG is Linux only")
+    marker = tmp_path / "pid"
+    parent = tmp_path / "parent.py"
+    parent.write_text(
+        textwrap.dedent(
+            f"""
+            import pathlib, sys, time
+            from tflearn_helpers.cluster import processes
+            child = processes.start([sys.executable, "-c", "import time; time.sleep(60)"])
+            pathlib.Path({str(marker)!r}).write_text(str(child.pid))
+            time.sleep(60)
+            """
+        )
+    )
+    proc = psutil.Popen([sys.executable, str(parent)], env=os.environ.copy())
+    try:
+        processes.wait_until(lambda: marker.exists() and marker.read_text(), 60, "the child pid")
+        child = int(marker.read_text())
+    finally:
+        proc.kill()
+        proc.wait(10)
+    gone, alive = psutil.wait_procs([psutil.Process(child)], timeout=10)
+    assert gone and not alive

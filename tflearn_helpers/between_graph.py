@@ -14,15 +14,15 @@ import json
 
 import numpy as np
 
+from . import datasets
+
 FEATURES, HIDDEN, CLASSES = 20, 32, 4
-MODES = ("async", "sync")
 
 
 def make_data(seed: int, batch: int) -> tuple[np.ndarray, np.ndarray]:
-    """A learnable batch: labels are the argmax of a fixed random linear 'teacher'."""
-    teacher = np.random.default_rng(0).normal(size=(FEATURES, CLASSES))
-    x = np.random.default_rng(seed).normal(size=(batch, FEATURES)).astype(np.float32)
-    return x, np.argmax(x @ teacher, axis=1).astype(np.int64)
+    """A learnable batch of the lesson's sizes (datasets.teacher_classes), int64 labels."""
+    x, y = datasets.teacher_classes(batch, FEATURES, CLASSES, seed=seed)
+    return x, y.astype(np.int64)
 
 
 def build_model(

@@ -22,6 +22,18 @@ from pathlib import Path
 import numpy as np
 
 from . import between_graph, cluster
+from .cluster import processes
+
+__all__ = [
+    "MODES",
+    "Training",
+    "WorkerLog",
+    "WorkerProcesses",
+    "parse_worker_log",
+    "release",
+    "rollbacks",
+    "summarize",
+]
 
 MODES = ("async", "sync")
 
@@ -100,11 +112,14 @@ class Training:
 
     def wait_for_update(self, update: int, timeout_s: float = 60.0) -> None:
         """Block until some worker saw the global step reach ``update``."""
-        deadline = time.monotonic() + timeout_s
-        while max(max(log.after, default=0) for log in self.logs) < update:
-            if time.monotonic() > deadline or not any(t.is_alive() for t in self._threads):
-                raise TimeoutError(f"the global step did not reach {update} in {timeout_s} s")
-            time.sleep(0.02)
+
+        def reached_or_all_stopped():
+            seen = max(max(log.after, default=0) for log in self.logs)
+            return seen >= update or not any(t.is_alive() for t in self._threads)
+
+        processes.wait_until(reached_or_all_stopped, timeout_s, f"global step {update}")
+        if max(max(log.after, default=0) for log in self.logs) < update:
+            raise TimeoutError(f"every worker stopped before the global step reached {update}")
 
     def join(self, timeout_s: float = 120.0) -> list[WorkerLog]:
         deadline = time.monotonic() + timeout_s
@@ -319,30 +334,33 @@ class WorkerProcesses:
         """Wait until every worker's session is ready, then let them all start; return the
         seconds waited. Raises with a worker's log if one exits first."""
         started = time.monotonic()
-        while any(np.isnan(log.ready_at) for log in self.logs()):
-            self._check_alive(started, timeout_s, "did not create its session")
-            time.sleep(0.05)
+        processes.wait_until(
+            lambda: not any(np.isnan(log.ready_at) for log in self.logs()),
+            timeout_s,
+            "every worker to create its session",
+            depends_on=[self.procs.procs[task] for task in self.tasks],
+        )
         self.go_file.touch()
         return time.monotonic() - started
 
     def wait_for_step(self, step: int, timeout_s: float = 120.0) -> bool:
         """Wait until the global step reaches ``step``; False if it did not in ``timeout_s``
         (a bounded wait: a stalled run is reported, never waited for forever)."""
-        deadline = time.monotonic() + timeout_s
-        while self.global_step() < step:
-            if time.monotonic() > deadline or not any(self.alive(i) for i in range(self.workers)):
-                return self.global_step() >= step
-            time.sleep(0.05)
-        return True
+        return self._wait_or_false(
+            lambda: self.global_step() >= step,
+            lambda: not any(self.alive(i) for i in range(self.workers)),
+            timeout_s,
+            f"global step {step}",
+        )
 
     def wait_for_worker_steps(self, index: int, steps: int, timeout_s: float = 60.0) -> bool:
         """Wait until worker ``index`` has taken ``steps`` steps; False after ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
-        while len(parse_worker_log(index, self.procs.logs("worker", index)).times) < steps:
-            if time.monotonic() > deadline or not self.alive(index):
-                return False
-            time.sleep(0.02)
-        return True
+        return self._wait_or_false(
+            lambda: len(parse_worker_log(index, self.procs.logs("worker", index)).times) >= steps,
+            lambda: not self.alive(index),
+            timeout_s,
+            f"{steps} steps of worker {index}",
+        )
 
     def alive(self, index: int) -> bool:
         return self.procs.alive("worker", index)
@@ -359,19 +377,24 @@ class WorkerProcesses:
     def finish(self, grace_s: float = 3.0) -> list[WorkerLog]:
         """Give the workers ``grace_s`` to exit by themselves, stop the rest, return the logs.
         (A sync worker can wait forever at the end for a token no one will send.)"""
-        deadline = time.monotonic() + grace_s
-        while any(self.alive(i) for i in range(self.workers)) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        if grace_s > 0:
+            self._wait_or_false(
+                lambda: not any(self.alive(i) for i in range(self.workers)),
+                lambda: False,
+                grace_s,
+                "the workers to exit by themselves",
+            )
         self.procs.close(grace=1.0)
         return self.logs()
 
-    def _check_alive(self, started: float, timeout_s: float, what: str) -> None:
-        for i in range(self.workers):
-            if not self.alive(i):
-                tail = self.procs.logs("worker", i)[-1500:]
-                raise RuntimeError(f"worker {i} exited and {what}. Its log:\n{tail}")
-        if time.monotonic() - started > timeout_s:
-            raise TimeoutError(f"a worker {what} in {timeout_s:.0f} s")
+    @staticmethod
+    def _wait_or_false(done, hopeless, timeout_s: float, what: str) -> bool:
+        """True once ``done()``; False when ``hopeless()`` or after ``timeout_s`` s."""
+        try:
+            processes.wait_until(lambda: done() or hopeless(), timeout_s, what)
+        except TimeoutError:
+            return False
+        return bool(done())
 
     def __enter__(self):
         return self

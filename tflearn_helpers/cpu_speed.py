@@ -11,12 +11,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 
 from .cluster import processes
 from .measure import Timing, time_steps
+
+__all__ = [
+    "ONEDNN_BANNER",
+    "SETTINGS",
+    "Run",
+    "build_model",
+    "compare",
+    "main",
+    "time_training_steps",
+]
 
 SETTINGS = {"course": "1", "tensorflow default": None, "off": "0"}
 ONEDNN_BANNER = "oneDNN custom operations are on"
@@ -98,27 +107,24 @@ def compare(
     ]
     procs = {}
     for i, name in enumerate(settings):
-        core = {cores[i]} if pinned else None
+        core = cores[i] if pinned else None
         procs[name] = _start(cmd, SETTINGS[name], core)
         if not pinned:
             procs[name] = _finish(name, procs[name], timeout)
     return {name: _finish(name, p, timeout) if pinned else p for name, p in procs.items()}
 
 
-def _start(cmd, flag: str | None, core: set[int] | None) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
-    if flag is not None:
-        env["TF_ENABLE_ONEDNN_OPTS"] = flag
+def _start(cmd, flag: str | None, core: int | None) -> processes.Child:
+    env = {"TF_ENABLE_ONEDNN_OPTS": flag} if flag is not None else {}
     # CPU kernels only; log level 0 so that TensorFlow reports oneDNN on every version
     # (2.19 logs the banner as INFO, which level 2 hides; 2.21 prints it at any level)
     env.update(TF_CPP_MIN_LOG_LEVEL="0", CUDA_VISIBLE_DEVICES="")
-    pin = (lambda: os.sched_setaffinity(0, core)) if core else None
-    return subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=pin
+    return processes.start(
+        cmd, env=env, unset=("TF_ENABLE_ONEDNN_OPTS",), merge_stderr=False, core=core
     )
 
 
-def _finish(name: str, proc: subprocess.Popen, timeout: float) -> Run:
+def _finish(name: str, proc: processes.Child, timeout: float) -> Run:
     samples, err = processes.read(proc, timeout, f"the {name!r} run")
     return Run(Timing(tuple(samples)), ONEDNN_BANNER in err)
 

@@ -142,3 +142,69 @@ def _keras_cache_has(name: str) -> bool:
 
     base = os.environ.get("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
     return os.path.isdir(os.path.join(base, "datasets", name))
+
+
+# -- small synthetic problems of the distributed lessons (01, 01b, 02, 06) ------------------
+def teacher_classes(
+    n: int,
+    features: int,
+    classes: int,
+    *,
+    seed: int,
+    uniform: bool = False,
+    learnable: bool = True,
+):
+    """``(x, y)``: float32 inputs and int32 labels from a fixed random linear teacher.
+
+    ``x`` is standard normal, or uniform in [0, 1) with ``uniform`` (the Estimator seed's
+    inputs); ``y`` is the argmax of (centred) ``x`` times a teacher matrix drawn with seed 0,
+    so a network learns it. ``learnable=False`` gives uniformly random labels instead.
+    """
+    rng = np.random.default_rng(seed)
+    if uniform:
+        x = rng.random((n, features), dtype=np.float32)
+    else:
+        x = rng.normal(size=(n, features)).astype(np.float32)
+    if not learnable:
+        return x, rng.integers(0, classes, n).astype(np.int32)
+    teacher = np.random.default_rng(0).normal(size=(features, classes))
+    return x, np.argmax((x - 0.5 if uniform else x) @ teacher, axis=1).astype(np.int32)
+
+
+def regression_batches(batch: int, *, seed: int = 0, repeat: bool = True):
+    """A tf.data pipeline of a noisy linear regression with 8 features (lesson 02).
+
+    The same 1024 examples every call with the same ``seed``, shuffled, in batches of
+    ``batch``; ``repeat`` makes it endless.
+    """
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch must be a whole number >= 1, got {batch!r}")
+    import tensorflow as tf
+
+    true_w = tf.linspace(-1.0, 1.0, 8)[:, None]
+    x = tf.random.stateless_normal([1024, 8], seed=[seed, 1])
+    y = x @ true_w + 0.1 * tf.random.stateless_normal([1024, 1], seed=[seed, 2])
+    data = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1024, seed=seed)
+    return (data.repeat() if repeat else data).batch(batch, drop_remainder=True)
+
+
+def regression_model():
+    """A small MLP for :func:`regression_batches` (``tf.keras``: tf_keras when chosen)."""
+    import tensorflow as tf
+
+    return tf.keras.Sequential(
+        [tf.keras.layers.Dense(32, activation="relu", input_shape=(8,)), tf.keras.layers.Dense(1)]
+    )
+
+
+def fixed_regression_batch(batch: int, features: int, *, seed: int, pipeline: int):
+    """A tf.data pipeline repeating one fixed batch of ``y = tanh(x @ w)`` (lesson 06).
+
+    ``w`` depends on ``seed`` only; ``x`` on ``seed`` and ``pipeline`` (each worker's input
+    pipeline id), so step k of a resumed run repeats the arithmetic of step k.
+    """
+    import tensorflow as tf
+
+    x = tf.random.Generator.from_seed(seed * 1000 + pipeline).normal((batch, features))
+    w_true = tf.random.Generator.from_seed(seed).normal((features, 1))
+    return tf.data.Dataset.from_tensors((x, tf.tanh(x @ w_true))).repeat()

@@ -12,12 +12,7 @@ Lesson 00 writes the same program in one of its cells.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import functools
 import json
-import os
-import signal
-import subprocess
 import sys
 from dataclasses import dataclass
 
@@ -80,38 +75,23 @@ def measure(
     onednn: bool = True,
     core: int | None = None,
     timeout: float = 600,
-) -> subprocess.Popen:
+) -> processes.Child:
     """Start a child process that measures one setting; pass it to :func:`result`."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    env = dict(TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     env[BFC_ENV] = "true" if bfc else "false"
     env["TF_ENABLE_ONEDNN_OPTS"] = "1" if onednn else "0"  # the course's setting: on (lesson 00)
     cmd = [sys.executable, "-m", "tflearn_helpers.memory_probe", "--batch", str(batch)]
     cmd += ["--model", model, "--image-size", str(image_size), "--policy", policy]
     cmd += ["--optimizer", optimizer, "--steps", str(steps)]
-    proc = subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        preexec_fn=functools.partial(_child_setup, core),
-    )
+    proc = processes.start(cmd, env=env, merge_stderr=False, core=core)
     proc.timeout = timeout
     return proc
 
 
-def result(proc: subprocess.Popen) -> Probe:
+def result(proc: processes.Child) -> Probe:
     """Wait for a child started by :func:`measure` and read its measurement."""
     data, _ = processes.read(proc, proc.timeout, "memory probe")
     return Probe(data["peak"], tuple(data["step_seconds"]))
-
-
-def _child_setup(core: int | None) -> None:
-    """In the child: die with the parent (Linux), and run on ``core`` when given."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-    if core is not None:
-        os.sched_setaffinity(0, {core})
 
 
 def main(argv=None) -> int:

@@ -2,9 +2,9 @@
 
 A worker program (lesson 06's own, written from the notebook, or the package's
 ``scripts/multi_worker_train.py``) writes one JSON line per training step,
-``progress-<loop>-<task>.jsonl``, and its final weights; these helpers find the package's
-script, read what a worker wrote, wait for it (always with a timeout) and pull the error
-out of a worker's log.
+``progress-<loop>-<task>.jsonl``, and its final weights; these helpers read what a worker
+wrote and pull the error out of a worker's log. Waiting for it is
+``cluster.processes.wait_until``; comparing weights, ``mirrored.max_abs_difference``.
 """
 
 from __future__ import annotations
@@ -12,17 +12,11 @@ from __future__ import annotations
 import json
 import re
 import statistics
-import time
 from pathlib import Path
 
+__all__ = ["error_summary", "median_step_s", "progress", "steps", "weights"]
+
 _ERROR_LINE = re.compile(r"^[\w.]*(Error|Exception)\b.*")
-
-
-def script_path() -> Path:
-    """The training script every worker runs: ``tflearn_helpers/scripts/multi_worker_train.py``."""
-    from . import scripts
-
-    return scripts.path("multi_worker_train.py")
 
 
 def progress(out, loop: str, task: str = "worker-0") -> list[dict]:
@@ -55,34 +49,6 @@ def weights(path) -> list:
 
     with np.load(Path(path)) as data:
         return [data[f"arr_{i}"] for i in range(len(data.files))]
-
-
-def max_abs_diff(a: list, b: list) -> float:
-    """Largest absolute difference between two lists of same-shaped arrays."""
-    if len(a) != len(b) or any(x.shape != y.shape for x, y in zip(a, b, strict=True)):
-        raise ValueError("the two weight lists have different lengths or shapes")
-    return max(float(abs(x - y).max()) for x, y in zip(a, b, strict=True))
-
-
-def wait_until(condition, timeout: float, what: str, poll: float = 0.05, cluster=None):
-    """Poll ``condition()`` until it is truthy and return its value; raise TimeoutError
-    (with every task's log tail when ``cluster`` is given) after ``timeout`` seconds."""
-    if timeout <= 0:
-        raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            tails = ""
-            if cluster is not None:
-                tails = "".join(
-                    f"\n--- {job}:{i} ---\n{cluster.logs(job, i)[-800:]}"
-                    for job, i in cluster.procs
-                )
-            raise TimeoutError(f"waited {timeout:.0f} s for {what}{tails}")
-        time.sleep(poll)
 
 
 def error_summary(log: str, width: int = 240) -> str:

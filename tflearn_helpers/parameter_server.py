@@ -1,25 +1,29 @@
 """ParameterServerStrategy plumbing (taught in lesson 02).
 
 Builds a strategy and its ClusterCoordinator from a cluster dict (lesson 02 writes the same
-code inline first; its throughput section reuses this), tags scheduled steps
-with the worker that ran them, audits a step counter after failures, and follows the log
-of a coordinator that runs as its own process (one process drives one cluster).
+code inline first; its throughput section reuses this), tags scheduled steps with the
+worker that ran them, measures steps/s with 1..n workers and audits a step counter after
+failures. The lesson's data is in ``datasets``; its processes and their event lines are
+``cluster.processes`` and ``cluster.events``.
 """
 
 from __future__ import annotations
 
 import gc
-import json
-import os
-import signal
-import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from .cluster.local import _die_with_parent, pick_ports
+from . import validate
+from .cluster import pick_ports
 
-EVENT_TAG = "PSDEMO"
+__all__ = [
+    "StepAudit",
+    "make_strategy",
+    "measure_workers",
+    "shard_rows",
+    "sub_cluster",
+    "worker_ids",
+]
 
 
 def make_strategy(cluster: dict[str, list[str]], *, shards: int = 0):
@@ -29,8 +33,7 @@ def make_strategy(cluster: dict[str, list[str]], *, shards: int = 0):
     Returns ``(strategy, coordinator)``.
     """
     _check_cluster(cluster)
-    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 0:
-        raise ValueError(f"shards must be a whole number >= 0, got {shards!r}")
+    validate.whole_number("shards", shards, minimum=0)
     import tensorflow as tf
 
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
@@ -50,10 +53,7 @@ def sub_cluster(cluster: dict[str, list[str]], workers: int) -> dict[str, list[s
     the chief's own gRPC server keeps its port until the process exits.
     """
     _check_cluster(cluster)
-    if isinstance(workers, bool) or not isinstance(workers, int):
-        raise ValueError(f"workers must be a whole number, got {workers!r}")
-    if not 1 <= workers <= len(cluster["worker"]):
-        raise ValueError(f"workers must be 1..{len(cluster['worker'])}, got {workers}")
+    validate.whole_number("workers", workers, minimum=1, maximum=len(cluster["worker"]))
     out = {job: list(addresses) for job, addresses in cluster.items()}
     out["worker"] = out["worker"][:workers]
     out["chief"] = [f"localhost:{pick_ports(1)[0]}"]
@@ -142,9 +142,7 @@ class StepAudit:
 
     def __post_init__(self):
         for name in ("scheduled", "applied", "in_flight_bound"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+            validate.whole_number(name, getattr(self, name), minimum=0)
 
     @property
     def lost(self) -> int:
@@ -159,114 +157,6 @@ class StepAudit:
     @property
     def within_bound(self) -> bool:
         return self.extra <= self.in_flight_bound
-
-
-# -- the lesson's model and data (shared by the notebook and its evaluator process) -------
-def toy_dataset(batch: int, *, seed: int = 0, repeat: bool = True):
-    """Batches of a noisy linear regression with 8 features (the same function every call)."""
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch must be a whole number >= 1, got {batch!r}")
-    import tensorflow as tf
-
-    true_w = tf.linspace(-1.0, 1.0, 8)[:, None]
-    x = tf.random.stateless_normal([1024, 8], seed=[seed, 1])
-    y = x @ true_w + 0.1 * tf.random.stateless_normal([1024, 1], seed=[seed, 2])
-    data = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1024, seed=seed)
-    return (data.repeat() if repeat else data).batch(batch, drop_remainder=True)
-
-
-def toy_model():
-    """A small MLP for ``toy_dataset`` (tf.keras: tf_keras in lesson 02's processes)."""
-    import tensorflow as tf
-
-    return tf.keras.Sequential(
-        [tf.keras.layers.Dense(32, activation="relu", input_shape=(8,)), tf.keras.layers.Dense(1)]
-    )
-
-
-# -- a coordinator in its own process ------------------------------------------------------
-def emit(kind: str, **fields) -> None:
-    """Print one machine-readable event line (used by the lesson's coordinator scripts)."""
-    print(f"{EVENT_TAG} {json.dumps({'kind': kind, **fields}, sort_keys=True)}", flush=True)
-
-
-def events(text: str) -> list[dict]:
-    """The events ``emit`` printed, in order, from a log's text."""
-    found = []
-    for line in text.splitlines():
-        if line.startswith(EVENT_TAG + " "):
-            try:
-                found.append(json.loads(line[len(EVENT_TAG) + 1 :]))
-            except json.JSONDecodeError:
-                continue  # a line cut short while the process was writing it
-    return found
-
-
-def wait_for_event(
-    read_log: Callable[[], str],
-    predicate: Callable[[dict], bool],
-    *,
-    timeout: float = 60.0,
-    alive: Callable[[], bool] | None = None,
-) -> dict:
-    """The first event in the log for which ``predicate`` is true; wait for it.
-
-    Raises TimeoutError after ``timeout`` s, or RuntimeError when ``alive()`` says the
-    process has exited without it; both carry the log's tail.
-    """
-    if timeout <= 0:
-        raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
-    deadline = time.monotonic() + timeout
-    while True:
-        text = read_log()
-        for event in events(text):
-            if predicate(event):
-                return event
-        if alive is not None and not alive():
-            raise RuntimeError(f"the process exited before the event. Log tail:\n{text[-2000:]}")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no such event after {timeout:.0f} s. Log tail:\n{text[-2000:]}")
-        time.sleep(0.1)
-
-
-def start_script(args: list[str], *, env: dict[str, str] | None = None) -> subprocess.Popen:
-    """Start a command in the background (its own process group, killed with this process);
-    collect it with :func:`finish_script`."""
-    if not args:
-        raise ValueError("args must name a program to run")
-    return subprocess.Popen(
-        [str(a) for a in args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=dict(os.environ, **(env or {})),
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        preexec_fn=_die_with_parent,
-    )
-
-
-def finish_script(proc: subprocess.Popen, *, timeout: float):
-    """Wait up to ``timeout`` s for ``proc``, then kill its process group.
-
-    Returns ``(exit_code, output)``; ``exit_code`` is None when it was killed for time.
-    """
-    if timeout <= 0:
-        raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        return proc.returncode, out
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate(timeout=10)
-        return None, out
-
-
-def run_script(args: list[str], *, timeout: float, env: dict[str, str] | None = None):
-    """Run a command to completion or until ``timeout`` s; see :func:`finish_script`."""
-    if timeout <= 0:
-        raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
-    return finish_script(start_script(args, env=env), timeout=timeout)
 
 
 def _check_cluster(cluster) -> None:

@@ -32,7 +32,7 @@ PLUMBING_OPS = frozenset(
         "VarHandleOp",
     }
 )
-_LOG_LINE = re.compile(r"^(?P<node>\S+): \((?P<op>\w+)\): (?P<device>/job:\S+)$")
+LOG_LINE = re.compile(r"^(?P<node>\S+): \((?P<op>\w+)\): (?P<device>/job:\S+)$")
 
 
 def short_device(name: str) -> str:
@@ -128,5 +128,5 @@ def capture_placement_log(code: str, devices: int = 2, timeout: float = 120) -> 
         raise TimeoutError(f"the placement-log snippet ran over {timeout:.0f} s") from None
     if done.returncode != 0:
         raise RuntimeError(f"the placement-log snippet failed:\n{done.stderr[-2000:]}")
-    lines = (_LOG_LINE.match(line.strip()) for line in done.stdout.splitlines())
+    lines = (LOG_LINE.match(line.strip()) for line in done.stdout.splitlines())
     return [(m["node"], m["op"], short_device(m["device"])) for m in lines if m]

@@ -12,9 +12,13 @@ from dataclasses import dataclass
 
 from . import report
 
+__all__ = ["HEADERS", "STRATEGIES", "StrategyRow", "figures", "missing", "rows"]
+
 
 @dataclass(frozen=True)
-class Strategy:
+class StrategyRow:
+    """One row of the decision table (not a ``tf.distribute.Strategy``)."""
+
     name: str
     lesson: str
     use_when: str
@@ -28,21 +32,21 @@ class Strategy:
 
 
 STRATEGIES = (
-    Strategy(
+    StrategyRow(
         "OneDeviceStrategy",
         "03, 04",
         "model and batch fit one device; the baseline for every other row",
         "no speed-up; use it to keep one code path for 1 and N devices",
         ("04.images_per_s.devices=1", "06.step_ms.one_device"),
     ),
-    Strategy(
+    StrategyRow(
         "MirroredStrategy",
         "03, 04",
         "several GPUs in one machine, model fits on each",
         "global batch = replicas x per-replica batch; all-reduce moves 2(N-1)/N x model bytes",
         ("03.", "04.", "06.step_ms.mirrored"),
     ),
-    Strategy(
+    StrategyRow(
         "MultiWorkerMirroredStrategy",
         "06",
         "more GPUs than one machine holds, synchronous steps",
@@ -51,7 +55,7 @@ STRATEGIES = (
         "timeout_seconds so a missing peer ends in an error instead of a wait",
         ("06.step_ms.mwms",),
     ),
-    Strategy(
+    StrategyRow(
         "ParameterServerStrategy",
         "02",
         "many workers that may fail or be preempted (asynchronous training goes on without "
@@ -60,7 +64,7 @@ STRATEGIES = (
         "(keras-team/keras#18624): a custom loop with ClusterCoordinator, or tf_keras fit",
         ("02.",),
     ),
-    Strategy(
+    StrategyRow(
         "TPUStrategy",
         "-",
         "TPUs (a Cloud TPU VM or pod slice); synchronous like MirroredStrategy",
@@ -69,7 +73,7 @@ STRATEGIES = (
         (),
         needs="a TPU",
     ),
-    Strategy(
+    StrategyRow(
         "manual model parallelism",
         "05",
         "the model does not fit in one device's memory",
@@ -77,7 +81,7 @@ STRATEGIES = (
         ("05.",),
         ("05.step_ms.gpipe", "05.step_ms.one_f_one_b", "05.bubble"),
     ),
-    Strategy(
+    StrategyRow(
         "pipelining (micro-batches)",
         "05",
         "model parallelism with enough micro-batches to keep stages busy",
@@ -88,10 +92,10 @@ STRATEGIES = (
 HEADERS = ("strategy", "lesson", "use when", "watch out for", "measured on this machine")
 
 
-def figures(strategy: Strategy, store: dict[str, dict] | None = None) -> dict[str, float]:
+def figures(strategy: StrategyRow, store: dict[str, dict] | None = None) -> dict[str, float]:
     """The recorded figures that belong to ``strategy`` (key -> value)."""
-    if not isinstance(strategy, Strategy):
-        raise TypeError(f"expected a Strategy from STRATEGIES, got {strategy!r}")
+    if not isinstance(strategy, StrategyRow):
+        raise TypeError(f"expected a StrategyRow from STRATEGIES, got {strategy!r}")
     store = report.recorded_prefix("") if store is None else store
     return {k: e["value"] for k, e in sorted(store.items()) if strategy.owns(k)}
 

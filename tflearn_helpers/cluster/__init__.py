@@ -2,10 +2,10 @@
 
 ``from tflearn_helpers import cluster`` gives the local-cluster names directly
 (``cluster.LocalCluster``, ``cluster.local_cluster_spec``); the other modules are
-``cluster.tf_config``, ``cluster.processes`` and ``cluster.kubernetes``.
+``cluster.tf_config``, ``cluster.processes``, ``cluster.events`` and ``cluster.kubernetes``.
 """
 
-from . import kubernetes, processes, tf_config
+from . import events, kubernetes, processes, tf_config
 from .local import (
     SECURITY_NOTE,
     LocalCluster,
@@ -13,10 +13,12 @@ from .local import (
     local_cluster_spec,
     pick_ports,
     port_is_listening,
+    start_server,
 )
 
 __all__ = [
     "SECURITY_NOTE",
+    "events",
     "LocalCluster",
     "in_process_servers",
     "kubernetes",
@@ -24,5 +26,6 @@ __all__ = [
     "pick_ports",
     "port_is_listening",
     "processes",
+    "start_server",
     "tf_config",
 ]

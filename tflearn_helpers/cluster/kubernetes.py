@@ -20,6 +20,20 @@ from __future__ import annotations
 import json
 import re
 
+from .. import validate
+
+__all__ = [
+    "API_VERSION",
+    "KIND",
+    "indexed_job",
+    "pod_tf_config",
+    "tf_config_env",
+    "tfjob",
+    "to_yaml",
+    "trainjob",
+    "worker_addresses",
+]
+
 API_VERSION = "kubeflow.org/v1"
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
@@ -29,6 +43,27 @@ CONTAINER_NAME = "tensorflow"  # the operator finds the TensorFlow container by 
 REPLICA_TYPES = {"chief": "Chief", "worker": "Worker", "ps": "PS", "evaluator": "Evaluator"}
 RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def _check_tfjob(name, cluster, image, command, gpus_per_worker, restart_policy, annotations):
+    """Raise for the first argument of :func:`tfjob` that cannot make a valid TFJob."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"name must be a DNS label (a-z, 0-9, '-', <= 63 chars), got {name!r}")
+    if not isinstance(cluster, dict) or not cluster:
+        raise ValueError("cluster must be a non-empty dict of job -> list of addresses")
+    if annotations is not None and not isinstance(annotations, dict):
+        raise TypeError(f"pod_annotations must be a dict of strings, got {annotations!r}")
+    for job, tasks in cluster.items():
+        if job not in REPLICA_TYPES:
+            raise ValueError(f"unknown job {job!r}: jobs are {', '.join(REPLICA_TYPES)}")
+        if not isinstance(tasks, list) or not tasks:
+            raise ValueError(f"cluster[{job!r}] must be a non-empty list")
+    _check_image_command(image, command)
+    validate.whole_number("gpus_per_worker", gpus_per_worker, minimum=0)
+    if restart_policy not in RESTART_POLICIES:
+        raise ValueError(
+            f"restart_policy must be one of {RESTART_POLICIES}, got {restart_policy!r}"
+        )
 
 
 def tfjob(
@@ -56,29 +91,7 @@ def tfjob(
     pod_annotations: e.g. {"sidecar.istio.io/inject": "false"}, which Kubeflow's TFJob guide
     asks for in namespaces with Istio sidecar injection.
     """
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"name must be a DNS label (a-z, 0-9, '-', <= 63 chars), got {name!r}")
-    if not isinstance(cluster, dict) or not cluster:
-        raise ValueError("cluster must be a non-empty dict of job -> list of addresses")
-    if pod_annotations is not None and not isinstance(pod_annotations, dict):
-        raise TypeError(f"pod_annotations must be a dict of strings, got {pod_annotations!r}")
-    for job, tasks in cluster.items():
-        if job not in REPLICA_TYPES:
-            raise ValueError(f"unknown job {job!r}: jobs are {', '.join(REPLICA_TYPES)}")
-        if not isinstance(tasks, list) or not tasks:
-            raise ValueError(f"cluster[{job!r}] must be a non-empty list")
-    if not isinstance(image, str) or not image.strip():
-        raise ValueError("image must be a container image name, e.g. 'registry/tflearn:1.0'")
-    if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
-        raise ValueError(f"command must be a non-empty list of strings, got {command!r}")
-    if isinstance(gpus_per_worker, bool) or not isinstance(gpus_per_worker, int):
-        raise TypeError(f"gpus_per_worker must be a whole number, got {gpus_per_worker!r}")
-    if gpus_per_worker < 0:
-        raise ValueError(f"gpus_per_worker must be >= 0, got {gpus_per_worker}")
-    if restart_policy not in RESTART_POLICIES:
-        raise ValueError(
-            f"restart_policy must be one of {RESTART_POLICIES}, got {restart_policy!r}"
-        )
+    _check_tfjob(name, cluster, image, command, gpus_per_worker, restart_policy, pod_annotations)
     specs = {
         REPLICA_TYPES[job]: _replica_spec(
             len(tasks),
@@ -214,12 +227,8 @@ def trainjob(
 
 
 def _container(name, image, command, gpus, env, addresses) -> dict:
-    if not isinstance(image, str) or not image.strip():
-        raise ValueError("image must be a container image name, e.g. 'registry/tflearn:1.0'")
-    if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
-        raise ValueError(f"command must be a non-empty list of strings, got {command!r}")
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
-        raise ValueError(f"gpus_per_worker must be a whole number >= 0, got {gpus!r}")
+    _check_image_command(image, command)
+    validate.whole_number("gpus_per_worker", gpus, minimum=0)
     extra = [{"name": k, "value": str(v)} for k, v in sorted((env or {}).items())]
     limits = {"nvidia.com/gpu": gpus} if gpus else {"cpu": "2", "memory": "4Gi"}
     return {
@@ -229,6 +238,13 @@ def _container(name, image, command, gpus, env, addresses) -> dict:
         "env": tf_config_env(addresses) + extra,
         "resources": {"limits": limits},
     }
+
+
+def _check_image_command(image, command) -> None:
+    if not isinstance(image, str) or not image.strip():
+        raise ValueError("image must be a container image name, e.g. 'registry/tflearn:1.0'")
+    if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
+        raise ValueError(f"command must be a non-empty list of strings, got {command!r}")
 
 
 def _mount(pod, container, claim, mount) -> None:
@@ -246,8 +262,7 @@ def _check_name(name: str) -> str:
 def worker_addresses(name: str, workers: int, port: int = 2222, host_format: str = "") -> list:
     """Stable DNS names of an Indexed Job's pods behind a headless Service of the same name."""
     _check_name(name)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+    validate.whole_number("workers", workers, minimum=1)
     if not 0 < int(port) < 65536:
         raise ValueError(f"port must be 1..65535, got {port!r}")
     pattern = host_format or "{name}-{i}.{name}"

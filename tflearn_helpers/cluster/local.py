@@ -11,29 +11,33 @@ alive only as long as its demo, and never on a network you do not trust.
 
 from __future__ import annotations
 
-import atexit
-import ctypes
 import json
-import os
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
-import time
-import weakref
 from pathlib import Path
 
 import portpicker
 
-from . import tf_config
+from .. import validate
+from . import processes, tf_config
+
+__all__ = [
+    "SECURITY_NOTE",
+    "LocalCluster",
+    "in_process_servers",
+    "local_cluster_spec",
+    "pick_ports",
+    "port_is_listening",
+    "start_server",
+]
 
 SECURITY_NOTE = (
     "Security: TensorFlow's gRPC servers accept unauthenticated, unencrypted connections "
     "from anyone who can reach these ports. This cluster lives only for this demo and is "
     "torn down when it ends."
 )
-_LIVE: weakref.WeakSet = weakref.WeakSet()
 _warned = False
 
 
@@ -51,8 +55,7 @@ def local_cluster_spec(
     """A cluster dict on localhost with fresh ports: {"worker": ["localhost:PORT", ...], ...}."""
     counts = {"chief": int(chief), "worker": workers, "ps": ps, "evaluator": int(evaluator)}
     for job, n in counts.items():
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ValueError(f"{job} count must be a whole number >= 0, got {n!r}")
+        validate.whole_number(f"{job} count", n, minimum=0)
     if workers < 1 and not chief:
         raise ValueError("a cluster needs at least one worker or a chief")
     ports = iter(pick_ports(sum(counts.values())))
@@ -66,34 +69,40 @@ def port_is_listening(address: str, timeout: float = 0.2) -> bool:
         return s.connect_ex((host, int(port))) == 0
 
 
-def in_process_servers(cluster: dict[str, list[str]], jobs=("worker", "ps")) -> list:
-    """Start a tf.distribute.Server in this process for every task of ``jobs``.
+def start_server(cluster: dict[str, list[str]], job: str, index: int):
+    """A started ``tf.distribute.Server`` for task ``job:index`` of ``cluster``.
 
-    They stop only when the process (the kernel) exits: TensorFlow has no call to stop
-    them. Workers get ``inter_op_parallelism_threads = workers + 1``: with 1 thread a
-    worker can block on a remote value while holding its only thread (it deadlocks).
+    Workers get ``inter_op_parallelism_threads = workers + 1``: with 1 thread a worker can
+    block on a remote value while holding its only thread (lesson 02 shows the deadlock).
     """
     import tensorflow as tf
 
-    _warn_once()
-    spec = tf.train.ClusterSpec(cluster)
-    config = tf.compat.v1.ConfigProto(
-        inter_op_parallelism_threads=len(cluster.get("worker", [])) + 1
+    threads = len(cluster.get("worker", [])) + 1
+    return tf.distribute.Server(
+        tf.train.ClusterSpec(cluster),
+        job_name=job,
+        task_index=index,
+        protocol="grpc",
+        config=tf.compat.v1.ConfigProto(inter_op_parallelism_threads=threads),
+        start=True,
     )
-    return [
-        tf.distribute.Server(
-            spec, job_name=job, task_index=i, config=config, protocol="grpc", start=True
-        )
-        for job in jobs
-        for i in range(len(cluster.get(job, [])))
-    ]
+
+
+def in_process_servers(cluster: dict[str, list[str]], jobs=("worker", "ps")) -> list:
+    """Start a server (:func:`start_server`) in this process for every task of ``jobs``.
+
+    They stop only when the process (the kernel) exits: TensorFlow has no call to stop them.
+    """
+    _warn_once()
+    return [start_server(cluster, job, i) for job in jobs for i in range(len(cluster.get(job, [])))]
 
 
 class LocalCluster:
     """Real processes on localhost, one per task; use as a context manager.
 
     ``start(target)`` runs ``target`` in every task (a script path, or "server" for a bare
-    gRPC server), each with its own TF_CONFIG. ``tasks`` limits which tasks start.
+    gRPC server), each with its own TF_CONFIG. ``tasks`` limits which tasks start. Each task
+    is a :class:`processes.Child` in ``procs``, stopped with the cluster or the kernel.
     """
 
     def __init__(
@@ -109,9 +118,8 @@ class LocalCluster:
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="tflearn-cluster-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.env = dict(env or {})
-        self.procs: dict[tuple[str, int], subprocess.Popen] = {}
+        self.procs: dict[tuple[str, int], processes.Child] = {}
         self._targets: dict[tuple[str, int], list[str]] = {}
-        _LIVE.add(self)
 
     # -- starting -------------------------------------------------------------
     def start(
@@ -133,39 +141,25 @@ class LocalCluster:
         return [sys.executable, "-u", str(target), *map(str, args)]
 
     def _launch(self, task: tuple[str, int], command: list[str]) -> None:
-        if task in self.procs and self.procs[task].poll() is None:
+        if task in self.procs and self.procs[task].running():
             raise RuntimeError(f"task {task[0]}:{task[1]} is already running")
-        env = dict(os.environ, **self.env)
-        env["TF_CONFIG"] = json.dumps(tf_config.build(self.cluster, *task))
+        env = dict(self.env, TF_CONFIG=json.dumps(tf_config.build(self.cluster, *task)))
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        log = open(self.log_path(*task), "a", buffering=1)
-        self.procs[task] = subprocess.Popen(
-            command,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,
+        self.procs[task] = processes.start(
+            command, log_path=self.log_path(*task), env=env, name=f"{task[0]}:{task[1]}"
         )
-        log.close()
         self._targets[task] = command
 
     def wait_listening(self, tasks, timeout: float = 60.0) -> None:
         """Wait until each task's port accepts connections, or raise with its log."""
-        deadline = time.monotonic() + timeout
-        for job, i in tasks:
-            address = self.cluster[job][i]
-            while not port_is_listening(address):
-                proc = self.procs[(job, i)]
-                if proc.poll() is not None:
-                    raise RuntimeError(
-                        f"{job}:{i} exited with code {proc.returncode} before listening on "
-                        f"{address}. Its log:\n{self.logs(job, i)[-2000:]}"
-                    )
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{job}:{i} did not listen on {address} in {timeout:.0f} s")
-                time.sleep(0.1)
+        chosen = [tuple(task) for task in tasks]
+        addresses = [self.cluster[job][i] for job, i in chosen]
+        processes.wait_until(
+            lambda: all(map(port_is_listening, addresses)),
+            timeout,
+            f"tasks {[f'{j}:{i}' for j, i in chosen]} to listen on {addresses}",
+            depends_on=[self.procs[task] for task in chosen],
+        )
 
     # -- observing and failing ------------------------------------------------
     def log_path(self, job: str, index: int) -> Path:
@@ -177,13 +171,11 @@ class LocalCluster:
 
     def alive(self, job: str, index: int) -> bool:
         proc = self.procs.get((job, index))
-        return proc is not None and proc.poll() is None
+        return proc is not None and proc.running()
 
     def kill(self, job: str, index: int) -> None:
         """Kill one task at once (SIGKILL), as a crashed machine would vanish."""
-        proc = self.procs[(job, index)]
-        _signal_group(proc, signal.SIGKILL)
-        proc.wait(timeout=10)
+        self.procs[(job, index)].stop(grace=0)
 
     def restart(self, job: str, index: int, ready_timeout: float = 60.0) -> None:
         """Start a killed task again with the same command and TF_CONFIG."""
@@ -194,37 +186,36 @@ class LocalCluster:
 
     def wait(self, tasks=None, timeout: float = 300.0) -> dict[tuple[str, int], int]:
         """Wait for tasks to exit; return their exit codes. Raises TimeoutError (with the
-        tail of each unfinished task's log) rather than hanging."""
-        chosen = tasks or list(self.procs)
-        deadline = time.monotonic() + timeout
-        codes = {}
-        for task in chosen:
-            try:
-                codes[task] = self.procs[task].wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                tail = self.logs(*task)[-1500:]
-                raise TimeoutError(
-                    f"{task[0]}:{task[1]} still running after {timeout:.0f} s. Log tail:\n{tail}"
-                ) from None
-        return codes
+        tail of an unfinished task's log) rather than hanging."""
+        chosen = [tuple(task) for task in (tasks or list(self.procs))]
+        try:
+            processes.wait_until(
+                lambda: not any(self.procs[task].running() for task in chosen),
+                timeout,
+                f"tasks {[f'{j}:{i}' for j, i in chosen]} to finish",
+            )
+        except TimeoutError:
+            running = [self.procs[task] for task in chosen if self.procs[task].running()]
+            names = ", ".join(child.name for child in running)
+            tails = "\n".join(child.tail() for child in running)
+            raise TimeoutError(f"{names} still running after {timeout:.0f} s.\n{tails}") from None
+        return {task: self.procs[task].wait(timeout=10) for task in chosen}
 
     # -- teardown ---------------------------------------------------------------
     def close(self, grace: float = 5.0) -> None:
         """Stop every task (SIGTERM, then SIGKILL after ``grace`` s) and wait for its ports."""
         for proc in self.procs.values():
-            if proc.poll() is None:
-                _signal_group(proc, signal.SIGTERM)
-        deadline = time.monotonic() + grace
+            if proc.running():
+                proc.send(signal.SIGTERM)
         for proc in self.procs.values():
-            try:
-                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                _signal_group(proc, signal.SIGKILL)
-                proc.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        for job, index in self.procs:  # only the tasks it started (others may be in-process)
-            while port_is_listening(self.cluster[job][index]) and time.monotonic() < deadline:
-                time.sleep(0.1)
+            proc.stop(grace=grace)
+        addresses = [self.cluster[job][index] for job, index in self.procs]  # not in-process
+        try:
+            processes.wait_until(
+                lambda: not any(map(port_is_listening, addresses)), 10, "the ports to close"
+            )
+        except TimeoutError:
+            pass  # the processes are gone; a port in TIME_WAIT closes by itself
 
     def __enter__(self):
         return self
@@ -239,22 +230,3 @@ def _warn_once() -> None:
     if not _warned:
         print(SECURITY_NOTE)
         _warned = True
-
-
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def _die_with_parent() -> None:
-    """In the child: ask Linux to SIGKILL it when its parent (the kernel) dies."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-
-
-@atexit.register
-def _close_all() -> None:
-    for cluster in list(_LIVE):
-        cluster.close(grace=2.0)

@@ -1,23 +1,213 @@
-"""Read what a measuring child process printed (cpu_speed and memory_probe use it).
+"""The one way the course starts, waits for and stops other processes.
 
-Such a child prints one JSON value on its last line of standard output. ``read`` waits
-for it with a deadline, kills it when the deadline passes, and says what failed.
+``start(command)`` runs a program in its own session (so stopping it stops everything it
+started), writes its output to a log file that can be read while it runs, and registers it
+in one teardown registry. A child is stopped on ``with`` exit, by ``stop()``, when this
+interpreter exits (``atexit``), and, on Linux, by the kernel's death signal
+(``PR_SET_PDEATHSIG``) even when this process is killed. ``wait_until`` is the one poll
+loop: it always has a timeout and says what it waited for. ``read`` collects a measuring
+child that prints one JSON value on its last line.
 """
 
 from __future__ import annotations
 
+import atexit
+import ctypes
 import json
+import os
+import signal
 import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+__all__ = ["Child", "ProcessExitedError", "read", "start", "stop_all", "wait_until"]
+
+_LIVE: set[Child] = set()  # the one teardown registry (emptied by stop_all at exit)
+TIMEOUT_HINT = "If the machine is busy, give it a longer timeout; otherwise read the log above."
 
 
-def read(proc: subprocess.Popen, timeout: float, what: str):
-    """(the child's last stdout line as JSON, its stderr); TimeoutError / RuntimeError."""
+class ProcessExitedError(RuntimeError):
+    """A process that a wait depends on exited before the wait was over."""
+
+
+class Child:
+    """One started program (see :func:`start`); a context manager that stops it on exit."""
+
+    def __init__(
+        self,
+        command,
+        *,
+        log_path=None,
+        merge_stderr=True,
+        env=None,
+        unset=(),
+        cwd=None,
+        core=None,
+        name=None,
+    ):
+        self.command = [str(part) for part in command]
+        if not self.command:
+            raise ValueError("command must name a program to run")
+        self.name = name or " ".join(self.command)[-80:]
+        folder = Path(tempfile.mkdtemp(prefix="tflearn-proc-"))
+        self.log_path = Path(log_path) if log_path else folder / "output.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.err_path = None if merge_stderr else folder / "stderr.log"
+        with open(self.log_path, "a") as out, open(self.err_path or os.devnull, "w") as err:
+            self.popen = subprocess.Popen(
+                self.command,
+                stdout=out,
+                stderr=subprocess.STDOUT if merge_stderr else err,
+                stdin=subprocess.DEVNULL,
+                env=_environment(env, unset),
+                cwd=cwd,
+                start_new_session=True,  # its own process group: stop() reaches its children
+                preexec_fn=lambda: _child_setup(core),
+            )
+        _LIVE.add(self)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.poll()
+
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
+    def output(self) -> str:
+        """Everything it has written so far (stdout, and stderr unless kept apart)."""
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def errors(self) -> str:
+        """What it wrote to stderr (the same as ``output()`` when they are merged)."""
+        return self.err_path.read_text(errors="replace") if self.err_path else self.output()
+
+    def tail(self, lines: int = 15) -> str:
+        """Its last ``lines`` lines of output, labelled with its name and state."""
+        state = "running" if self.running() else f"exited with code {self.returncode}"
+        text = "\n".join(self.output().rstrip().splitlines()[-lines:])
+        return f"--- {self.name} ({state}), last lines of {self.log_path} ---\n{text}"
+
+    def send(self, sig: int) -> None:
+        """Send ``sig`` to its whole process group (nothing if it is gone)."""
+        try:
+            os.killpg(self.popen.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def wait(self, timeout: float) -> int:
+        """Wait for it to exit; its exit code. TimeoutError (with its log) if it does not."""
+        try:
+            return self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(
+                f"{self.name} still running after {timeout:.0f} s. {TIMEOUT_HINT}\n{self.tail()}"
+            ) from None
+        finally:
+            if not self.running():
+                _LIVE.discard(self)
+
+    def stop(self, grace: float = 3.0) -> int:
+        """SIGTERM its group, SIGKILL after ``grace`` s; reap it and return its exit code."""
+        if self.running():
+            self.send(signal.SIGTERM if grace > 0 else signal.SIGKILL)
+            try:
+                self.popen.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                self.send(signal.SIGKILL)
+        self.send(signal.SIGKILL)  # anything it started that outlived it
+        code = self.popen.wait(timeout=10)
+        _LIVE.discard(self)
+        return code
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+def start(command, **options) -> Child:
+    """Start ``command`` (a list: program and arguments) as a :class:`Child`.
+
+    Options: ``log_path`` (default: a fresh temporary file), ``merge_stderr`` (True),
+    ``env`` (added to this process's environment), ``unset`` (names left out of it),
+    ``cwd``, ``core`` (pin it to one CPU), ``name`` (for messages).
+    """
+    return Child(command, **options)
+
+
+def wait_until(
+    condition: Callable[[], object],
+    timeout: float,
+    what: str,
+    *,
+    depends_on: Iterable[Child] = (),
+    poll: float = 0.05,
+    hint: str = TIMEOUT_HINT,
+):
+    """Call ``condition()`` until it returns something truthy, and return that.
+
+    Raises ProcessExitedError as soon as one of ``depends_on`` has exited, and
+    TimeoutError after ``timeout`` s; both say what was awaited and show the last log lines
+    of the processes it depended on.
+    """
+    if not timeout > 0:
+        raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+    children = list(depends_on)
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        dead = [c for c in children if not c.running()]
+        if dead:
+            tails = "\n".join(c.tail() for c in dead)
+            raise ProcessExitedError(f"{dead[0].name} exited while waiting for {what}.\n{tails}")
+        if time.monotonic() > deadline:
+            tails = "".join("\n" + c.tail() for c in children)
+            raise TimeoutError(f"waited {timeout:.0f} s for {what}. {hint}{tails}")
+        time.sleep(poll)
+
+
+def read(child: Child, timeout: float, what: str):
+    """(the child's last stdout line as JSON, its stderr); stops it after ``timeout`` s.
+
+    Raises TimeoutError when it takes longer, RuntimeError when it fails.
+    """
     try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
+        code = child.wait(timeout)
+    except TimeoutError:
+        child.stop(grace=0)
         raise TimeoutError(f"{what} took over {timeout:.0f} s") from None
-    if proc.returncode != 0:
-        raise RuntimeError(f"{what} failed:\n{err[-2000:]}")
-    return json.loads(out.strip().splitlines()[-1]), err
+    if code != 0:
+        raise RuntimeError(f"{what} failed:\n{child.errors()[-2000:]}")
+    return json.loads(child.output().strip().splitlines()[-1]), child.errors()
+
+
+@atexit.register
+def stop_all(grace: float = 2.0) -> None:
+    """Stop every child still running (called at interpreter exit)."""
+    for child in list(_LIVE):
+        child.stop(grace=grace)
+
+
+def _child_setup(core: int | None) -> None:
+    """In the child, before it runs: die with the parent (Linux); run on ``core`` if given."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if core is not None:
+        os.sched_setaffinity(0, {core})
+
+
+def _environment(extra: dict | None, unset) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in set(unset)}
+    env.update({k: str(v) for k, v in (extra or {}).items()})
+    return env

@@ -10,28 +10,20 @@ from __future__ import annotations
 import os
 import sys
 
+from . import tf_config
+from .local import start_server
+
+__all__ = ["main"]
+
 
 def main() -> int:
-    from tflearn_helpers.cluster import tf_config
-
     try:
         config = tf_config.validate(os.environ.get("TF_CONFIG", ""))
     except tf_config.TFConfigError as err:
         print(f"task_server: {err}", file=sys.stderr)
         return 2
-    import tensorflow as tf
-
-    cluster = config["cluster"]
-    task = config["task"]
-    threads = len(cluster.get("worker", [])) + 1  # see cluster.in_process_servers
-    server = tf.distribute.Server(
-        tf.train.ClusterSpec(cluster),
-        job_name=task["type"],
-        task_index=task["index"],
-        protocol="grpc",
-        config=tf.compat.v1.ConfigProto(inter_op_parallelism_threads=threads),
-        start=True,
-    )
+    cluster, task = config["cluster"], config["task"]
+    server = start_server(cluster, task["type"], task["index"])
     print(f"{task['type']}:{task['index']} serving at {server.target}", flush=True)
     server.join()
     return 0

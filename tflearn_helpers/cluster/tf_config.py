@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import re
 
+__all__ = ["JOBS", "TFConfigError", "build", "validate"]
+
 JOBS = ("chief", "worker", "ps", "evaluator")
 _ADDRESS = re.compile(r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
 

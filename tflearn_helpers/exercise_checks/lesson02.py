@@ -36,7 +36,7 @@ def per_worker_training(answer, coordinator, spec, steps=30):
     ``coordinator``) for ``steps`` steps."""
     import tensorflow as tf
 
-    from ..parameter_server import toy_model
+    from ..datasets import regression_model
 
     if not isinstance(answer, tuple | list) or len(answer) != 2:
         return "pass the pair (dataset_fn, make_train_step)"
@@ -48,7 +48,7 @@ def per_worker_training(answer, coordinator, spec, steps=30):
     strategy = coordinator.strategy
     workers = len(spec["worker"])
     with strategy.scope():
-        model = toy_model()
+        model = regression_model()
         optimizer = tf.keras.optimizers.SGD(learning_rate=0.05)
         ran = tf.Variable(tf.zeros([workers], tf.int64))  # steps each worker ran
     iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))

@@ -100,7 +100,7 @@ def same_as_one_device(answer, results):
 @exercise("06.4")
 def two_workers_trained_as_one_job(outcomes, out_dir, learner_tf_config):
     """outcomes: [(exit code, output)] of both workers; out_dir: where they wrote."""
-    from .. import multi_worker as mw
+    from .. import mirrored, multi_worker
     from ..cluster import tf_config
 
     configs = []
@@ -114,19 +114,19 @@ def two_workers_trained_as_one_job(outcomes, out_dir, learner_tf_config):
     if [c["task"].get("index", 0) for c in configs] != [0, 1]:
         return "each worker's TF_CONFIG must name its own task, a different one for each"
     if not isinstance(outcomes, list | tuple) or len(outcomes) != 2:
-        return "outcomes should hold what finish_script returned for each of the two workers"
+        return "outcomes should hold (exit code, output) for each of the two workers"
     for index, (code, output) in enumerate(outcomes):
         if code != 0:
             last = (output or "").strip().splitlines()[-1:] or ["(no output)"]
             return f"worker {index} ended with exit code {code}; its last line: {last[0][:200]}"
-    runs = [mw.progress(out_dir, "custom", f"worker-{i}") for i in (0, 1)]
+    runs = [multi_worker.progress(out_dir, "custom", f"worker-{i}") for i in (0, 1)]
     if not all(runs):
         return "a worker wrote no training steps: did each process get its own TF_CONFIG?"
     if [p["loss"] for p in runs[0]] != [p["loss"] for p in runs[1]]:
         return "the two workers' losses differ: they did not train as one synchronous job"
     try:
-        gap = mw.max_abs_diff(
-            *(mw.weights(f"{out_dir}/weights-custom-worker-{i}.npz") for i in (0, 1))
+        gap = mirrored.max_abs_difference(
+            *(multi_worker.weights(f"{out_dir}/weights-custom-worker-{i}.npz") for i in (0, 1))
         )
     except (OSError, ValueError) as err:
         return f"could not compare the two workers' final weights: {err}"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__ = ["FOLDER", "path"]
+
 FOLDER = Path(__file__).resolve().parent
 
 

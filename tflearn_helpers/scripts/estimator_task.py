@@ -12,29 +12,36 @@ import collections
 import json
 import os
 import sys
-import time
 
-import numpy as np
 import tensorflow as tf
 
-from tflearn_helpers.estimator_lab import result_line
+from tflearn_helpers import cluster, datasets
 from tflearn_helpers.placement import short_device
 
 if not hasattr(tf, "estimator"):
     sys.exit(f"TensorFlow {tf.__version__} has no tf.estimator (removed in 2.16): use TF 2.15.")
 
+__all__ = [
+    "CountStepsHook",
+    "DeadlineHook",
+    "PlacementHook",
+    "StartTogetherHook",
+    "build_model",
+    "cluster_task",
+    "input_fn",
+    "main",
+    "make_data",
+    "make_estimator",
+    "model_fn",
+    "wait_for_chief",
+]
+
 FEATURES, CLASSES = 10, 10
 
 
 def make_data(n: int, seed: int, learnable: bool = True):
-    """The seed's inputs (uniform in [0, 1)); labels from a fixed random linear teacher, or
-    uniformly random as in the seed (then there is nothing to learn)."""
-    rng = np.random.default_rng(seed)
-    x = rng.random((n, FEATURES), dtype=np.float32)
-    if not learnable:
-        return x, rng.integers(0, CLASSES, n).astype(np.int32)
-    teacher = np.random.default_rng(0).normal(size=(FEATURES, CLASSES))
-    return x, np.argmax((x - 0.5) @ teacher, axis=1).astype(np.int32)
+    """The seed's inputs with labels from a linear teacher (see datasets.teacher_classes)."""
+    return datasets.teacher_classes(n, FEATURES, CLASSES, seed=seed, learnable=learnable)
 
 
 def input_fn(x, y, batch_size: int, training: bool):
@@ -149,13 +156,13 @@ class StartTogetherHook(tf.estimator.SessionRunHook):
         open(os.path.join(self.folder, f"{self.me}.ready"), "w").close()
 
     def before_run(self, run_context):
-        deadline = time.monotonic() + self.timeout
-        while not self.waited:
-            ready = [t for t in self.trainers if os.path.exists(f"{self.folder}/{t}.ready")]
-            self.waited = len(ready) == len(self.trainers)
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"only {ready} of {self.trainers} started in {self.timeout} s")
-            time.sleep(0.05)
+        if not self.waited:
+            cluster.processes.wait_until(
+                lambda: all(os.path.exists(f"{self.folder}/{t}.ready") for t in self.trainers),
+                self.timeout,
+                f"trainers {self.trainers} to start",
+            )
+            self.waited = True
 
 
 def cluster_task(args) -> int:
@@ -193,14 +200,13 @@ def cluster_task(args) -> int:
         throttle_secs=1,
     )
     tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
-    print(
-        result_line(
-            task=task,
-            steps=counter.steps,
-            final_global_step=counter.final_global_step,
-            tf=tf.__version__,
-            python=sys.executable,
-        )
+    cluster.events.emit(
+        "result",
+        task=task,
+        steps=counter.steps,
+        final_global_step=counter.final_global_step,
+        tf=tf.__version__,
+        python=sys.executable,
     )
     return 0
 
@@ -211,11 +217,9 @@ def wait_for_chief(model_dir: str, timeout: float) -> None:
     Without this a worker that asks too early sleeps 30 s (SessionManager's fixed
     recovery_wait_secs, which Estimator does not expose) before it asks again.
     """
-    deadline = time.monotonic() + timeout
-    while tf.train.latest_checkpoint(model_dir) is None:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"no checkpoint from the chief in {model_dir} after {timeout} s")
-        time.sleep(0.1)
+    cluster.processes.wait_until(
+        lambda: tf.train.latest_checkpoint(model_dir), timeout, f"a chief checkpoint in {model_dir}"
+    )
 
 
 def main(argv=None) -> int:

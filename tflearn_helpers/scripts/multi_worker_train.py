@@ -59,15 +59,13 @@ def task_name() -> str:
 
 def make_dataset_fn(args):
     """Input for each worker: its own fixed batch of a learnable regression problem."""
-    import tensorflow as tf
+    from tflearn_helpers import datasets
 
-    def dataset_fn(ctx: tf.distribute.InputContext):
+    def dataset_fn(ctx):
         batch = ctx.get_per_replica_batch_size(args.global_batch)
-        gen = tf.random.Generator.from_seed(args.seed * 1000 + ctx.input_pipeline_id)
-        x = gen.normal((batch, FEATURES))
-        w_true = tf.random.Generator.from_seed(args.seed).normal((FEATURES, 1))
-        y = tf.tanh(x @ w_true)
-        return tf.data.Dataset.from_tensors((x, y)).repeat()
+        return datasets.fixed_regression_batch(
+            batch, FEATURES, seed=args.seed, pipeline=ctx.input_pipeline_id
+        )
 
     return dataset_fn
 
