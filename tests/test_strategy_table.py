@@ -1,7 +1,6 @@
 import pytest
 
-from tflearn_helpers import report
-from tflearn_helpers import strategy_table
+from tflearn_helpers import report, strategy_table
 
 
 @pytest.fixture
