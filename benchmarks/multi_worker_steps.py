@@ -23,8 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tflearn_helpers import cluster, report  # noqa: E402
-from tflearn_helpers import multi_worker as mw  # noqa: E402
+from tflearn_helpers import cluster, multi_worker, print_table, scripts  # noqa: E402
 
 
 def step_seconds(workers: int, args) -> float:
@@ -34,13 +33,13 @@ def step_seconds(workers: int, args) -> float:
     flags += ["--global-batch", args.per_worker_batch * workers, "--hidden", args.hidden]
     spec = cluster.local_cluster_spec(workers=workers)
     with cluster.LocalCluster(spec, env={"CUDA_VISIBLE_DEVICES": "-1"}) as job:
-        job.start(mw.script_path(), flags)
+        job.start(scripts.path("multi_worker_train.py"), flags)
         codes = job.wait(timeout=args.timeout)
         if set(codes.values()) != {0}:
             raise RuntimeError(
                 f"{workers} workers failed: {codes}\n{job.logs('worker', 0)[-2000:]}"
             )
-    return mw.median_step_s(out, "custom", "worker-0", skip=3)
+    return multi_worker.median_step_s(out, "custom", "worker-0", skip=3)
 
 
 def main(argv=None) -> int:
@@ -63,7 +62,7 @@ def main(argv=None) -> int:
         (n, n * args.per_worker_batch, f"{t * 1e3:.2f}", f"{t / base:.2f}")
         for n, t in times.items()
     ]
-    report.print_table(rows, ("workers", "global batch", "median step ms", f"ratio vs {sizes[0]}"))
+    print_table(rows, ("workers", "global batch", "median step ms", f"ratio vs {sizes[0]}"))
     return 0
 
 

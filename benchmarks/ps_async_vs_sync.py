@@ -19,8 +19,7 @@ import statistics
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from tflearn_helpers import between_graph_runs, cluster  # noqa: E402
-from tflearn_helpers.report import print_table  # noqa: E402
+from tflearn_helpers import between_graph_runs, cluster, print_table  # noqa: E402
 
 COUNTS = (1, 2, 4)
 

@@ -18,8 +18,7 @@ import statistics
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from tflearn_helpers import cluster, parameter_server  # noqa: E402
-from tflearn_helpers.report import print_table  # noqa: E402
+from tflearn_helpers import cluster, parameter_server, print_table  # noqa: E402
 
 COUNTS = (1, 2, 4)
 

@@ -16,6 +16,20 @@ import numpy as np
 
 from . import datasets
 
+__all__ = [
+    "CLASSES",
+    "FEATURES",
+    "HIDDEN",
+    "build_model",
+    "bytes_per_task",
+    "make_data",
+    "placement",
+    "quick_worker_session_creator",
+    "session_config",
+    "short_device",
+    "traced_ops",
+]
+
 FEATURES, HIDDEN, CLASSES = 20, 32, 4
 
 

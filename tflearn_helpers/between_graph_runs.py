@@ -110,17 +110,6 @@ class Training:
             thread.start()
         return self
 
-    def wait_for_update(self, update: int, timeout_s: float = 60.0) -> None:
-        """Block until some worker saw the global step reach ``update``."""
-
-        def reached_or_all_stopped():
-            seen = max(max(log.after, default=0) for log in self.logs)
-            return seen >= update or not any(t.is_alive() for t in self._threads)
-
-        processes.wait_until(reached_or_all_stopped, timeout_s, f"global step {update}")
-        if max(max(log.after, default=0) for log in self.logs) < update:
-            raise TimeoutError(f"every worker stopped before the global step reached {update}")
-
     def join(self, timeout_s: float = 120.0) -> list[WorkerLog]:
         deadline = time.monotonic() + timeout_s
         for thread in self._threads:

@@ -179,10 +179,31 @@ def trainjob(
     pods' names follow JobSet's ``<trainjob>-node-0-<index>.<trainjob>``."""
     addresses = worker_addresses(name, workers, port, host_format="{name}-node-0-{i}.{name}")
     container = _container("node", image, command, gpus_per_worker, env, addresses)
-    runtime_spec = {
+    runtime_spec = _training_runtime(_check_name(runtime), namespace, workers, image)
+    train = {
+        "apiVersion": TRAINER_API,
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "runtimeRef": {"name": runtime, "kind": "TrainingRuntime"},
+            "trainer": {
+                "image": image,
+                "command": container["command"],
+                "numNodes": workers,
+                "env": container["env"],
+                "resourcesPerNode": container["resources"],
+            },
+        },
+    }
+    return [runtime_spec, train]
+
+
+def _training_runtime(runtime: str, namespace: str, workers: int, image: str) -> dict:
+    """The plain TrainingRuntime a TrainJob refers to (one replicated job of ``workers``)."""
+    return {
         "apiVersion": TRAINER_API,
         "kind": "TrainingRuntime",
-        "metadata": {"name": _check_name(runtime), "namespace": namespace},
+        "metadata": {"name": runtime, "namespace": namespace},
         "spec": {
             "mlPolicy": {"numNodes": workers},
             "template": {
@@ -208,22 +229,6 @@ def trainjob(
             },
         },
     }
-    train = {
-        "apiVersion": TRAINER_API,
-        "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "runtimeRef": {"name": runtime, "kind": "TrainingRuntime"},
-            "trainer": {
-                "image": image,
-                "command": container["command"],
-                "numNodes": workers,
-                "env": container["env"],
-                "resourcesPerNode": container["resources"],
-            },
-        },
-    }
-    return [runtime_spec, train]
 
 
 def _container(name, image, command, gpus, env, addresses) -> dict:

@@ -7,6 +7,13 @@ import random
 from ..checks import exercise
 from ..cluster import tf_config
 
+__all__ = [
+    "evaluator_tf_config",
+    "ps_of_logits_kernel",
+    "staleness_function",
+    "worker_graph_placement",
+]
+
 
 @exercise("01.4")
 def ps_of_logits_kernel(answer):

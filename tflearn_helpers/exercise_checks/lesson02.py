@@ -7,6 +7,12 @@ from __future__ import annotations
 
 from ..checks import exercise
 
+__all__ = [
+    "per_worker_training",
+    "reexecution_bound",
+    "sharded_embedding",
+]
+
 
 @exercise("02.1")
 def sharded_embedding(variable):

@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from ..checks import exercise
 
+__all__ = [
+    "NAMES",
+    "TOLERANCE",
+    "same_as_one_device",
+    "strategies_built",
+    "strategies_trained",
+    "two_workers_trained_as_one_job",
+]
+
 NAMES = ("OneDevice", "Mirrored", "CentralStorage", "MultiWorkerMirrored")
 TOLERANCE = 1e-5
 

@@ -27,6 +27,20 @@ import sys
 import time
 from pathlib import Path
 
+__all__ = [
+    "FEATURES",
+    "Progress",
+    "build_model",
+    "main",
+    "make_dataset_fn",
+    "make_train_step",
+    "parse_args",
+    "run_custom",
+    "run_fit",
+    "save_weights",
+    "task_name",
+]
+
 FEATURES = 16
 
 
