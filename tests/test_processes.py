@@ -130,3 +130,9 @@ def test_a_child_dies_with_its_killed_parent(tmp_path):
         proc.wait(10)
     gone, alive = psutil.wait_procs([psutil.Process(child)], timeout=10)
     assert gone and not alive
+
+
+@pytest.mark.parametrize("bad", ["python -c pass", []])
+def test_a_command_is_a_non_empty_list(bad):
+    with pytest.raises(ValueError, match="list naming a program"):
+        processes.start(bad)

@@ -4,9 +4,10 @@
 started), writes its output to a log file that can be read while it runs, and registers it
 in one teardown registry. A child is stopped on ``with`` exit, by ``stop()``, when this
 interpreter exits (``atexit``), and, on Linux, by the kernel's death signal
-(``PR_SET_PDEATHSIG``) even when this process is killed. ``wait_until`` is the one poll
-loop: it always has a timeout and says what it waited for. ``read`` collects a measuring
-child that prints one JSON value on its last line.
+(``PR_SET_PDEATHSIG``) even when this process is killed. Linux sends that signal when the
+*thread* that started the child ends: start children from the main thread, as notebook
+cells do. ``wait_until`` is the one poll loop: it always has a timeout and says what it
+waited for. ``read`` collects a measuring child that prints one JSON value on its last line.
 """
 
 from __future__ import annotations
@@ -48,9 +49,9 @@ class Child:
         core=None,
         name=None,
     ):
+        if isinstance(command, str) or not command:
+            raise ValueError(f"command must be a list naming a program to run, got {command!r}")
         self.command = [str(part) for part in command]
-        if not self.command:
-            raise ValueError("command must name a program to run")
         self.name = name or " ".join(self.command)[-80:]
         folder = Path(tempfile.mkdtemp(prefix="tflearn-proc-"))
         self.log_path = Path(log_path) if log_path else folder / "output.log"
