@@ -2,9 +2,9 @@
 
 Each worker builds its own ``tf.Graph`` (between-graph replication): ``replica_device_setter``
 puts the variables on the ps tasks (round-robin in creation order) and the compute on that
-worker's device. This module builds that graph (asynchronous, or synchronous with
-``SyncReplicasOptimizer``), reports the placement, configures worker sessions (device
-filters, timeouts, a quick non-chief poll) and traces which device really ran which op.
+worker's device. This module builds that graph, reports the placement, gives non-chief
+workers a session that polls quickly for the chief and traces which device really ran
+which op (lesson 01 writes the training program itself).
 :mod:`tflearn_helpers.between_graph_runs` runs the workers and measures them.
 """
 
@@ -25,7 +25,6 @@ __all__ = [
     "make_data",
     "placement",
     "quick_worker_session_creator",
-    "session_config",
     "short_device",
     "traced_ops",
 ]
@@ -39,23 +38,17 @@ def make_data(seed: int, batch: int) -> tuple[np.ndarray, np.ndarray]:
     return x, y.astype(np.int64)
 
 
-def build_model(
-    task_index: int, num_ps: int, *, sync_replicas: int = 0, lr: float = 0.2, ps_strategy=None
-):
-    """Build one worker's graph (call inside ``graph.as_default()`` and a container).
+def build_model(task_index: int, num_ps: int, *, lr: float = 0.2, ps_strategy=None):
+    """Build one worker's asynchronous graph (call inside ``graph.as_default()``).
 
-    sync_replicas: 0 for asynchronous updates, else wrap the optimizer in a
-    ``SyncReplicasOptimizer`` that aggregates that many workers' gradients per update.
-    Returns a dict of the tensors and ops a step needs.
+    The same layers as lesson 01's worker program: variables placed on the ps tasks by
+    ``replica_device_setter``, compute on this worker. Returns a dict of its tensors and ops.
     """
     import tensorflow as tf
 
     v1 = tf.compat.v1
-    if num_ps < 1 or task_index < 0 or sync_replicas < 0:
-        raise ValueError(
-            f"need num_ps >= 1, task_index >= 0, sync_replicas >= 0; got "
-            f"{num_ps}, {task_index}, {sync_replicas}"
-        )
+    if num_ps < 1 or task_index < 0:
+        raise ValueError(f"need num_ps >= 1 and task_index >= 0; got {num_ps}, {task_index}")
     setter = v1.train.replica_device_setter(
         ps_tasks=num_ps, worker_device=f"/job:worker/task:{task_index}", ps_strategy=ps_strategy
     )
@@ -68,66 +61,12 @@ def build_model(
         b1 = v1.get_variable("hidden/bias", [HIDDEN], initializer=v1.zeros_initializer())
         w2 = v1.get_variable("logits/kernel", [HIDDEN, CLASSES], initializer=init)
         b2 = v1.get_variable("logits/bias", [CLASSES], initializer=v1.zeros_initializer())
-        step_read = tf.identity(step.read_value(), name="step_before")
-        with tf.control_dependencies([step_read]):  # parameters are read after the step
-            hidden = tf.nn.relu(tf.matmul(x, w1) + b1)
-            logits = tf.matmul(hidden, w2) + b2
+        logits = tf.matmul(tf.nn.relu(tf.matmul(x, w1) + b1), w2) + b2
         loss = tf.reduce_mean(
             tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
         )
-        opt = v1.train.GradientDescentOptimizer(lr)
-        if sync_replicas:
-            opt = v1.train.SyncReplicasOptimizer(
-                opt, replicas_to_aggregate=sync_replicas, total_num_replicas=sync_replicas
-            )
-        train_op = opt.minimize(loss, global_step=step)
-        with tf.control_dependencies([train_op]):
-            step_after = tf.identity(step.read_value(), name="step_after")
-    model = {
-        "x": x,
-        "y": y,
-        "loss": loss,
-        "train_op": train_op,
-        "step": step,
-        "step_before": step_read,
-        "step_after": step_after,
-        "hooks": [],
-        "release": None,
-    }
-    if sync_replicas:
-        model["hooks"] = [opt.make_session_run_hook(task_index == 0)]
-        model["release"] = _token_release_op(step, sync_replicas)
-    return model
-
-
-def _token_release_op(step, tokens: int):
-    """An op that puts ``tokens`` tokens into SyncReplicasOptimizer's token queue.
-
-    A sync worker's step ends by taking a token, and the chief hands out one per worker
-    after each aggregated update. Gradients dropped as stale leave the count short, so at
-    the end of training a worker can wait forever for a token that never comes (the
-    well-known 'non-chief hangs at the end' of TF1 sync training). Workers run this when
-    they stop, to release the others. It opens the optimizer's queue by its shared name
-    and device, which is how TF1 shares a resource between graphs.
-    """
-    import tensorflow as tf
-
-    with tf.compat.v1.device(step.device):
-        queue = tf.queue.FIFOQueue(
-            -1, step.dtype.base_dtype, shapes=(), shared_name="sync_token_q", name="release_q"
-        )
-        return queue.enqueue_many(tf.fill([tokens], step.read_value()))
-
-
-def session_config(task_index: int, timeout_s: float):
-    """Talk only to the ps tasks and this worker (a dead peer cannot stall us); no op may
-    wait longer than ``timeout_s``."""
-    import tensorflow as tf
-
-    return tf.compat.v1.ConfigProto(
-        device_filters=["/job:ps", f"/job:worker/task:{task_index}"],
-        operation_timeout_in_ms=int(timeout_s * 1000),
-    )
+        train_op = v1.train.GradientDescentOptimizer(lr).minimize(loss, global_step=step)
+    return {"x": x, "y": y, "loss": loss, "train_op": train_op, "step": step}
 
 
 def quick_worker_session_creator(
