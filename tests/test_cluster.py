@@ -7,7 +7,6 @@ import psutil
 import pytest
 
 from tflearn_helpers import cluster
-from tflearn_helpers.cluster.tf_config import TFConfigError
 from tflearn_helpers.tooling import leftovers
 
 
@@ -24,7 +23,7 @@ def test_bad_counts_are_rejected(kwargs):
 
 
 def test_a_malformed_cluster_is_rejected_before_anything_starts():
-    with pytest.raises(TFConfigError):
+    with pytest.raises(cluster.tf_config.TFConfigError):
         cluster.LocalCluster({"worker": ["localhost:nope"]})
 
 

@@ -4,44 +4,46 @@ import sys
 
 import pytest
 
-from tflearn_helpers.cluster import events, processes
+from tflearn_helpers import cluster
 
 
 def test_emit_and_parse_round_trip(capsys):
-    events.emit("progress", applied=3, per_worker=[1, 2])
+    cluster.events.emit("progress", applied=3, per_worker=[1, 2])
     out = capsys.readouterr().out
     assert out.startswith("TFLEARN_EVENT {")
     text = "noise\n" + out + 'TFLEARN_EVENT {cut sho\nRESULT {"kind": "old"}\n'
-    assert events.parse(text) == [{"kind": "progress", "applied": 3, "per_worker": [1, 2]}]
-    assert events.parse(text, "other") == []
+    assert cluster.events.parse(text) == [{"kind": "progress", "applied": 3, "per_worker": [1, 2]}]
+    assert cluster.events.parse(text, "other") == []
 
 
 def test_an_event_needs_a_kind():
     with pytest.raises(ValueError, match="kind"):
-        events.line("")
+        cluster.events.line("")
 
 
 def test_wait_for_returns_the_first_match_by_kind_or_test():
-    log = events.line("a", n=1) + "\n" + events.line("b", n=2) + "\n"
-    assert events.wait_for(lambda: log, "b", timeout=1)["n"] == 2
-    assert events.wait_for(lambda: log, lambda e: e["n"] >= 1, timeout=1)["n"] == 1
+    log = cluster.events.line("a", n=1) + "\n" + cluster.events.line("b", n=2) + "\n"
+    assert cluster.events.wait_for(lambda: log, "b", timeout=1)["n"] == 2
+    assert cluster.events.wait_for(lambda: log, lambda e: e["n"] >= 1, timeout=1)["n"] == 1
 
 
 def test_wait_for_times_out_naming_the_event():
     with pytest.raises(TimeoutError, match="'done' event"):
-        events.wait_for(lambda: "", "done", timeout=0.3)
+        cluster.events.wait_for(lambda: "", "done", timeout=0.3)
 
 
 def test_wait_for_stops_when_the_program_dies():
-    child = processes.start([sys.executable, "-c", "print('crashed here')"])
-    with pytest.raises(processes.ProcessExitedError, match="crashed here"):
-        events.wait_for(child.output, "done", timeout=60, depends_on=[child])
+    child = cluster.processes.start([sys.executable, "-c", "print('crashed here')"])
+    with pytest.raises(cluster.processes.ProcessExitedError, match="crashed here"):
+        cluster.events.wait_for(child.output, "done", timeout=60, depends_on=[child])
 
 
 def test_a_child_s_events_are_read_while_it_runs():
     code = (
-        "from tflearn_helpers.cluster import events; import time\n"
-        "events.emit('up', pid=1)\ntime.sleep(60)"
+        "from tflearn_helpers import cluster; import time\n"
+        "cluster.events.emit('up', pid=1)\ntime.sleep(60)"
     )
-    with processes.start([sys.executable, "-u", "-c", code]) as child:
-        assert events.wait_for(child.output, "up", timeout=60, depends_on=[child])["pid"] == 1
+    with cluster.processes.start([sys.executable, "-u", "-c", code]) as child:
+        assert (
+            cluster.events.wait_for(child.output, "up", timeout=60, depends_on=[child])["pid"] == 1
+        )

@@ -3,7 +3,7 @@ import json
 import pytest
 import yaml
 
-from tflearn_helpers.cluster import kubernetes as k8s
+from tflearn_helpers import cluster
 
 CLUSTER = {"chief": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]}
 COMMAND = ["python", "-m", "tflearn_helpers.scripts.multi_worker_train", "--loop", "fit"]
@@ -11,7 +11,7 @@ COMMAND = ["python", "-m", "tflearn_helpers.scripts.multi_worker_train", "--loop
 
 def make(**kwargs):
     args = {"name": "mwms", "cluster": CLUSTER, "image": "reg/tflearn:1", "command": COMMAND}
-    return k8s.tfjob(**{**args, **kwargs})
+    return cluster.kubernetes.tfjob(**{**args, **kwargs})
 
 
 def test_manifest_has_the_structure_the_training_operator_expects():
@@ -56,8 +56,10 @@ def test_shared_volume_and_env_reach_every_pod():
 
 def test_yaml_text_parses_back_to_the_same_manifest():
     job = make(gpus_per_worker=1, shared_volume_claim="backups", env={"A": "x: y"})
-    assert yaml.safe_load(k8s.to_yaml(job)) == job
-    assert yaml.safe_load(k8s.to_yaml({"a": [], "b": {}, "c": [1, [2, 3]], "d": None})) == {
+    assert yaml.safe_load(cluster.kubernetes.to_yaml(job)) == job
+    assert yaml.safe_load(
+        cluster.kubernetes.to_yaml({"a": [], "b": {}, "c": [1, [2, 3]], "d": None})
+    ) == {
         "a": [],
         "b": {},
         "c": [1, [2, 3]],
@@ -86,7 +88,7 @@ def test_bad_input_is_refused_with_a_clear_message(kwargs, error, match):
 
 def test_to_yaml_refuses_values_it_cannot_write():
     with pytest.raises(TypeError, match="cannot write"):
-        k8s.to_yaml({"a": object()})
+        cluster.kubernetes.to_yaml({"a": object()})
 
 
 def test_pod_annotations_reach_every_template():
@@ -107,7 +109,9 @@ def _env(container_holder):
 
 
 def test_indexed_job_and_headless_service_need_no_operator():
-    service, job = k8s.indexed_job("mwms", 3, "reg/tflearn:1", COMMAND, gpus_per_worker=1)
+    service, job = cluster.kubernetes.indexed_job(
+        "mwms", 3, "reg/tflearn:1", COMMAND, gpus_per_worker=1
+    )
     assert service["kind"] == "Service" and service["spec"]["clusterIP"] == "None"
     assert job["apiVersion"] == "batch/v1" and job["kind"] == "Job"
     spec = job["spec"]
@@ -120,37 +124,42 @@ def test_indexed_job_and_headless_service_need_no_operator():
     assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
     index_ref = container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"]
     assert "batch.kubernetes.io/job-completion-index" in index_ref
-    assert yaml.safe_load(k8s.to_yaml(job)) == job  # the YAML says exactly the manifest
+    assert (
+        yaml.safe_load(cluster.kubernetes.to_yaml(job)) == job
+    )  # the YAML says exactly the manifest
 
 
 def test_every_pod_computes_a_valid_consistent_tf_config():
     for manifests, env_of in (
         (
-            k8s.indexed_job("mwms", 3, "reg/t:1", COMMAND),
+            cluster.kubernetes.indexed_job("mwms", 3, "reg/t:1", COMMAND),
             lambda m: _env(m[1]["spec"]["template"]["spec"]),
         ),
-        (k8s.trainjob("mwms", 3, "reg/t:1", COMMAND), lambda m: m[1]["spec"]["trainer"]["env"]),
+        (
+            cluster.kubernetes.trainjob("mwms", 3, "reg/t:1", COMMAND),
+            lambda m: m[1]["spec"]["trainer"]["env"],
+        ),
     ):
         env = env_of(manifests)
-        configs = [k8s.pod_tf_config(env, i) for i in range(3)]
+        configs = [cluster.kubernetes.pod_tf_config(env, i) for i in range(3)]
         assert [c["task"] for c in configs] == [{"type": "worker", "index": i} for i in range(3)]
         clusters = {json.dumps(c["cluster"], sort_keys=True) for c in configs}
         assert len(clusters) == 1, "every pod sees the same cluster"
         hosts = [a.split(":")[0] for a in configs[0]["cluster"]["worker"]]
         assert len(set(hosts)) == 3 and all(h.endswith(".mwms") for h in hosts)
     with pytest.raises(ValueError):
-        k8s.pod_tf_config([{"name": "OTHER", "value": "1"}], 0)
+        cluster.kubernetes.pod_tf_config([{"name": "OTHER", "value": "1"}], 0)
 
 
 def test_indexed_job_pod_names_match_kubernetes_naming():
-    _, job = k8s.indexed_job("mwms", 2, "reg/t:1", COMMAND)
-    config = k8s.pod_tf_config(_env(job["spec"]["template"]["spec"]), 0)
+    _, job = cluster.kubernetes.indexed_job("mwms", 2, "reg/t:1", COMMAND)
+    config = cluster.kubernetes.pod_tf_config(_env(job["spec"]["template"]["spec"]), 0)
     name = job["metadata"]["name"]
     assert config["cluster"]["worker"] == [f"{name}-0.{name}:2222", f"{name}-1.{name}:2222"]
 
 
 def test_trainjob_uses_a_plain_runtime_with_tf_config_set():
-    runtime, train = k8s.trainjob("mwms", 2, "reg/t:1", COMMAND, runtime="tf-plain")
+    runtime, train = cluster.kubernetes.trainjob("mwms", 2, "reg/t:1", COMMAND, runtime="tf-plain")
     assert runtime["kind"] == "TrainingRuntime" and train["kind"] == "TrainJob"
     assert train["apiVersion"] == runtime["apiVersion"] == "trainer.kubeflow.org/v1alpha1"
     assert train["spec"]["runtimeRef"] == {"name": "tf-plain", "kind": "TrainingRuntime"}
@@ -160,10 +169,10 @@ def test_trainjob_uses_a_plain_runtime_with_tf_config_set():
 
 def test_bad_inputs_are_refused():
     with pytest.raises(ValueError):
-        k8s.indexed_job("Bad_Name", 2, "reg/t:1", COMMAND)
+        cluster.kubernetes.indexed_job("Bad_Name", 2, "reg/t:1", COMMAND)
     with pytest.raises(ValueError):
-        k8s.indexed_job("mwms", 0, "reg/t:1", COMMAND)
+        cluster.kubernetes.indexed_job("mwms", 0, "reg/t:1", COMMAND)
     with pytest.raises(ValueError):
-        k8s.trainjob("mwms", 2, "", COMMAND)
+        cluster.kubernetes.trainjob("mwms", 2, "", COMMAND)
     with pytest.raises(ValueError):
-        k8s.indexed_job("mwms", 2, "reg/t:1", COMMAND, port=70000)
+        cluster.kubernetes.indexed_job("mwms", 2, "reg/t:1", COMMAND, port=70000)

@@ -8,11 +8,11 @@ import time
 import psutil
 import pytest
 
-from tflearn_helpers.cluster import processes
+from tflearn_helpers import cluster
 
 
-def _python(code: str, **options) -> processes.Child:
-    return processes.start([sys.executable, "-u", "-c", textwrap.dedent(code)], **options)
+def _python(code: str, **options) -> cluster.processes.Child:
+    return cluster.processes.start([sys.executable, "-u", "-c", textwrap.dedent(code)], **options)
 
 
 def _gone(pid: int) -> bool:
@@ -24,16 +24,16 @@ def test_reads_the_last_line_as_json_and_keeps_stderr_apart():
         "import sys; print('noise'); print('[1, 2]'); print('note', file=sys.stderr)",
         merge_stderr=False,
     )
-    data, err = processes.read(child, 30, "a child")
+    data, err = cluster.processes.read(child, 30, "a child")
     assert data == [1, 2] and "note" in err and "note" not in child.output()
 
 
 def test_a_failing_or_hanging_child_is_reported_and_stopped():
     with pytest.raises(RuntimeError, match="a child failed"):
-        processes.read(_python("raise SystemExit(3)"), 30, "a child")
+        cluster.processes.read(_python("raise SystemExit(3)"), 30, "a child")
     slow = _python("import time; time.sleep(60)")
     with pytest.raises(TimeoutError, match="over 1 s"):
-        processes.read(slow, 1, "a child")
+        cluster.processes.read(slow, 1, "a child")
     assert not slow.running()  # killed, not left running
 
 
@@ -46,11 +46,13 @@ def test_with_stops_the_child_and_its_own_children():
         time.sleep(60)
         """
     ) as child:
-        line = processes.wait_until(child.output, 30, "the grandchild's pid", depends_on=[child])
+        line = cluster.processes.wait_until(
+            child.output, 30, "the grandchild's pid", depends_on=[child]
+        )
         grandchild = int(line.split()[0])
         assert child.running()
     assert not child.running() and child.returncode == -15  # SIGTERM first
-    processes.wait_until(lambda: _gone(grandchild), 10, "the grandchild to die")
+    cluster.processes.wait_until(lambda: _gone(grandchild), 10, "the grandchild to die")
 
 
 def test_stop_kills_what_ignores_sigterm_after_the_grace():
@@ -58,7 +60,7 @@ def test_stop_kills_what_ignores_sigterm_after_the_grace():
         "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
         "print('ready', flush=True); time.sleep(60)"
     )
-    processes.wait_until(lambda: "ready" in child.output(), 30, "ready")
+    cluster.processes.wait_until(lambda: "ready" in child.output(), 30, "ready")
     start = time.monotonic()
     assert child.stop(grace=0.5) == -9
     assert time.monotonic() - start < 10
@@ -67,10 +69,10 @@ def test_stop_kills_what_ignores_sigterm_after_the_grace():
 
 def test_the_registry_stops_every_child_at_exit():
     first, second = _python("import time; time.sleep(60)"), _python("import time; time.sleep(60)")
-    assert {first, second} <= processes._LIVE
-    processes.stop_all(grace=0.5)
+    assert {first, second} <= cluster.processes._LIVE
+    cluster.processes.stop_all(grace=0.5)
     assert not first.running() and not second.running()
-    assert not {first, second} & processes._LIVE
+    assert not {first, second} & cluster.processes._LIVE
 
 
 def test_environment_is_extended_and_can_lose_names(tmp_path, monkeypatch):
@@ -87,20 +89,20 @@ def test_environment_is_extended_and_can_lose_names(tmp_path, monkeypatch):
 
 def test_wait_until_returns_the_value_or_times_out_saying_what_it_waited_for():
     calls = iter([0, 0, 7])
-    assert processes.wait_until(lambda: next(calls), 5, "x", poll=0.001) == 7
+    assert cluster.processes.wait_until(lambda: next(calls), 5, "x", poll=0.001) == 7
     with pytest.raises(TimeoutError, match="waited 0 s for nothing. If the machine is busy"):
-        processes.wait_until(lambda: False, 0.05, "nothing", poll=0.01)
+        cluster.processes.wait_until(lambda: False, 0.05, "nothing", poll=0.01)
     with pytest.raises(ValueError, match="timeout"):
-        processes.wait_until(lambda: True, 0, "x")
+        cluster.processes.wait_until(lambda: True, 0, "x")
 
 
 def test_wait_until_stops_early_when_a_child_it_depends_on_dies():
     child = _python("print('last words'); raise SystemExit(4)")
     start = time.monotonic()
     with pytest.raises(
-        processes.ProcessExitedError, match="(?s)while waiting for the moon.*last words"
+        cluster.processes.ProcessExitedError, match="(?s)while waiting for the moon.*last words"
     ):
-        processes.wait_until(lambda: False, 60, "the moon", depends_on=[child])
+        cluster.processes.wait_until(lambda: False, 60, "the moon", depends_on=[child])
     assert time.monotonic() - start < 30 and child.returncode == 4
 
 
@@ -114,8 +116,8 @@ def test_a_child_dies_with_its_killed_parent(tmp_path):
         textwrap.dedent(
             f"""
             import pathlib, sys, time
-            from tflearn_helpers.cluster import processes
-            child = processes.start([sys.executable, "-c", "import time; time.sleep(60)"])
+            from tflearn_helpers import cluster
+            child = cluster.processes.start([sys.executable, "-c", "import time; time.sleep(60)"])
             pathlib.Path({str(marker)!r}).write_text(str(child.pid))
             time.sleep(60)
             """
@@ -123,7 +125,9 @@ def test_a_child_dies_with_its_killed_parent(tmp_path):
     )
     proc = psutil.Popen([sys.executable, str(parent)], env=os.environ.copy())
     try:
-        processes.wait_until(lambda: marker.exists() and marker.read_text(), 60, "the child pid")
+        cluster.processes.wait_until(
+            lambda: marker.exists() and marker.read_text(), 60, "the child pid"
+        )
         child = int(marker.read_text())
     finally:
         proc.kill()
@@ -135,4 +139,4 @@ def test_a_child_dies_with_its_killed_parent(tmp_path):
 @pytest.mark.parametrize("bad", ["python -c pass", []])
 def test_a_command_is_a_non_empty_list(bad):
     with pytest.raises(ValueError, match="list naming a program"):
-        processes.start(bad)
+        cluster.processes.start(bad)

@@ -2,14 +2,14 @@ import json
 
 import pytest
 
-from tflearn_helpers.cluster.tf_config import TFConfigError, build, validate
+from tflearn_helpers import cluster
 
 CLUSTER = {"chief": ["localhost:2222"], "worker": ["localhost:2223", "localhost:2224"]}
 
 
 def test_build_and_validate_round_trip():
-    config = build(CLUSTER, "worker", 1)
-    assert validate(json.dumps(config)) == config
+    config = cluster.tf_config.build(CLUSTER, "worker", 1)
+    assert cluster.tf_config.validate(json.dumps(config)) == config
 
 
 @pytest.mark.parametrize(
@@ -31,6 +31,6 @@ def test_build_and_validate_round_trip():
     ],
 )
 def test_malformed_configs_name_the_field(config, field):
-    with pytest.raises(TFConfigError) as err:
-        validate(config)
+    with pytest.raises(cluster.tf_config.TFConfigError) as err:
+        cluster.tf_config.validate(config)
     assert field in str(err.value)

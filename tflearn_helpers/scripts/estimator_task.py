@@ -15,8 +15,7 @@ import sys
 
 import tensorflow as tf
 
-from tflearn_helpers import cluster, datasets
-from tflearn_helpers.placement import short_device
+from tflearn_helpers import cluster, datasets, placement
 
 if not hasattr(tf, "estimator"):
     sys.exit(f"TensorFlow {tf.__version__} has no tf.estimator (removed in 2.16): use TF 2.15.")
@@ -120,7 +119,7 @@ class PlacementHook(tf.estimator.SessionRunHook):
     def after_run(self, run_context, run_values):
         if not self.ops:
             graphs = run_values.run_metadata.partition_graphs
-            self.ops = [(n.op, short_device(n.device)) for g in graphs for n in g.node]
+            self.ops = [(n.op, placement.short_device(n.device)) for g in graphs for n in g.node]
 
     def per_device(self) -> collections.Counter:
         return collections.Counter(device for _, device in self.ops)
