@@ -158,13 +158,9 @@ def trained_with_custom_loop(train, strategy):
     if not isinstance(result, tuple) or len(result) != 2:
         return "return two things: the trained model and the list of epoch losses"
     model, losses = result
-    variables = list(getattr(model, "trainable_variables", []))
-    if not variables:
-        return "the first thing returned should be the trained Keras model"
-    if any(mirrored.replica_count(v) != n for v in variables):
-        return f"the model's variables are not mirrored on the {n} replicas: where was it built?"
-    if mirrored.replica_divergence(variables) != 0.0:
-        return "after training, the replicas' copies of the weights differ"
+    problem = _mirrored_model_problem(model, n, "the first thing returned should be the model")
+    if problem:
+        return problem
     losses = [float(v) for v in np.ravel(np.asarray(losses, dtype=float))]
     if len(losses) != epochs or not all(np.isfinite(losses)):
         return f"return one finite loss per epoch ({epochs} epochs asked), got {len(losses)}"
@@ -179,15 +175,25 @@ def trained_with_fit(model, strategy):
     problem = _strategy_problem(strategy)
     if problem:
         return problem
-    n = strategy.num_replicas_in_sync
+    problem = _mirrored_model_problem(model, strategy.num_replicas_in_sync, "pass the model")
+    if problem:
+        return problem
+    return _beats_chance(model, features=model.trainable_variables[0].shape[0])
+
+
+def _mirrored_model_problem(model, replicas: int, not_a_model: str):
+    """A hint when ``model`` is not a Keras model mirrored, identically, on ``replicas``."""
     variables = list(getattr(model, "trainable_variables", []))
     if not variables:
-        return "pass the trained Keras model"
-    if any(mirrored.replica_count(v) != n for v in variables):
-        return f"the model's variables are not mirrored on the {n} replicas: where was it built?"
+        return f"{not_a_model}: the trained Keras model"
+    if any(mirrored.replica_count(v) != replicas for v in variables):
+        return (
+            f"the model's variables are not mirrored on the {replicas} replicas: "
+            "where was it built?"
+        )
     if mirrored.replica_divergence(variables) != 0.0:
-        return "the replicas' copies of the weights differ"
-    return _beats_chance(model, features=variables[0].shape[0])
+        return "after training, the replicas' copies of the weights differ"
+    return None
 
 
 def _beats_chance(model, features: int):
