@@ -64,9 +64,9 @@ def plan_devices(requested: int | None, n_gpus: int) -> DevicePlan:
         validate.is_whole_number(requested) and 1 <= requested <= MAX_SIMULATED
     ):
         raise validate.WholeNumberError(
-            f"devices={requested!r} is not possible here: ask for a whole number of 1 to "
-            f"{MAX_SIMULATED} devices (simulated devices share the same hardware, so more "
-            "teach nothing new)."
+            f"devices={requested!r} is not possible here: ask for 1 to {MAX_SIMULATED} devices, "
+            "a whole number (simulated devices share the same hardware, so more teach nothing "
+            "new)."
         )
     validate.whole_number("n_gpus", n_gpus, minimum=0)
     if n_gpus == 0:
