@@ -23,10 +23,6 @@ class Timing:
     samples: tuple[float, ...]
 
     @property
-    def mean(self) -> float:
-        return statistics.fmean(self.samples)
-
-    @property
     def median(self) -> float:
         return statistics.median(self.samples)
 
