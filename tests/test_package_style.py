@@ -237,3 +237,19 @@ def test_the_notebook_rule_catches_every_other_form(tmp_path):
     notebook.write_text(json.dumps({"cells": cells}))
     found = [p.split(": ", 2)[-1] for p in _notebook_import_problems(notebook, tmp_path)]
     assert found == [*bad, bad[0]]
+
+
+def test_importing_any_module_never_imports_tensorflow():
+    """``setup_course`` must run before TensorFlow loads, whatever a cell imported first
+    (``scripts/`` are programs run in their own process, not modules a notebook imports)."""
+    from helpers import run_python
+
+    modules = [m for m in MODULES if ".scripts" not in m and not m.endswith("__main__")]
+    done = run_python(f"""
+        import importlib, sys
+        for name in {modules!r}:
+            importlib.import_module(name)
+            assert "tensorflow" not in sys.modules, name + " imports TensorFlow"
+        print("ok")
+    """)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
