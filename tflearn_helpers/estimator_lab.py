@@ -46,7 +46,7 @@ def logged_steps(log: str) -> list[tuple[float, int]]:
 
 def placement_lines(log: str) -> list[str]:
     """The lines of a log that are TensorFlow's device-placement log (``node: (Op): /job:...``)."""
-    return [line for line in log.splitlines() if placement.LOG_LINE.match(line.strip())]
+    return [line for line in log.splitlines() if placement.PLACEMENT_LOG_LINE.match(line.strip())]
 
 
 def checkpoint_steps(model_dir: str | os.PathLike) -> list[int]:
