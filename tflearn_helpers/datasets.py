@@ -1,6 +1,6 @@
 """The course's data: generated images of learnable classes, and CIFAR-10 when the machine
 can reach it (taught in lesson 04; lesson 05 reuses it); ``teacher_data``, learnable
-feature vectors for lesson 03.
+feature vectors for lesson 03; at the end, the small problems of lessons 01, 01b, 02 and 06.
 
 Generated images need no network: each class has its own colour and stripe direction,
 blurred by noise and brightness jitter, so a network learns them in a few dozen steps and
@@ -23,8 +23,12 @@ __all__ = [
     "CIFAR10_HOST",
     "Images",
     "cifar10",
+    "fixed_regression_batch",
     "generated_images",
     "reachable",
+    "regression_batches",
+    "regression_model",
+    "teacher_classes",
     "teacher_data",
     "to_float",
     "training_images",
@@ -204,8 +208,7 @@ def regression_batches(batch: int, *, seed: int = 0, repeat: bool = True):
     The same 1024 examples every call with the same ``seed``, shuffled, in batches of
     ``batch``; ``repeat`` makes it endless.
     """
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch must be a whole number >= 1, got {batch!r}")
+    validate.whole_number("batch", batch, minimum=1)
     import tensorflow as tf
 
     true_w = tf.linspace(-1.0, 1.0, 8)[:, None]
