@@ -12,10 +12,14 @@ Without ``--intra-op-threads`` it runs twice, each in a fresh child process (Ten
 the thread setting once, when it starts): with one thread per op (each stage computes on one
 core, like a device of its own: what lesson 05 uses) and with TensorFlow's default (every op
 spread over all cores, so one stage alone already uses them), then compares the two naive runs.
+Even with one thread per op, naive keeps more than one core busy: TensorFlow runs independent
+ops (a convolution's input and kernel gradients) at the same time on its inter-op threads.
+``--inter-op-threads 1`` stops that, and also stops the two stages from overlapping.
 
     python benchmarks/pipeline_vs_naive.py                       # 64x64 images, batch 32
     python benchmarks/pipeline_vs_naive.py --image 32 --batch 8 --micro 2,4   # smoke sizes
     python benchmarks/pipeline_vs_naive.py --intra-op-threads 1  # one setting, this process
+    python benchmarks/pipeline_vs_naive.py --inter-op-threads 1  # one op at a time, too
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import queue
 import statistics
 import subprocess
@@ -44,6 +49,13 @@ def parse_args(argv=None):
         default=None,
         help="threads per op, in this process (0: TensorFlow's default, all cores); "
         "without it, both 1 and 0 run, each in a child process",
+    )
+    parser.add_argument(
+        "--inter-op-threads",
+        type=int,
+        default=0,
+        help="threads that run independent ops at the same time (0: TensorFlow's default); "
+        "1 makes naive use one core, and also serialises the stages",
     )
     args = parser.parse_args(argv)
     args.micro = [int(m) for m in args.micro.split(",")]
@@ -222,6 +234,8 @@ def run_one_setting(args) -> dict:
     """Measure every setting in this process with ``args.intra_op_threads``; print the table."""
     from tflearn_helpers import print_table, setup_course
 
+    if args.inter_op_threads:  # read once, when TensorFlow's runtime starts
+        os.environ["TF_NUM_INTEROP_THREADS"] = str(args.inter_op_threads)
     course = setup_course(devices=2, intra_op_threads=args.intra_op_threads, verbose=False)
     trainer, x, y, cuts = build(args, course.devices[:2])
     settings = [("naive", 1, gpipe)] + [
@@ -231,7 +245,8 @@ def run_one_setting(args) -> dict:
     ]
     threads = args.intra_op_threads or "default (all cores)"
     print(f"\nResNet-50, {args.image}x{args.image}, batch {args.batch}, K = 2, cut after {cuts[0]}")
-    print(f"intra-op threads per op: {threads}")
+    inter = args.inter_op_threads or "default"
+    print(f"intra-op threads per op: {threads}; inter-op threads: {inter}")
     samples = measure_settings(trainer, x, y, settings, args.steps)
     rows, seconds = table(settings, samples, trainer.k)
     headers = ("setting", "step ms", "vs naive", "limit", "idle", "idle model", "cores busy")
