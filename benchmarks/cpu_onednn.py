@@ -12,8 +12,7 @@ from __future__ import annotations
 import argparse
 import platform
 
-from tflearn_helpers import cpu_speed
-from tflearn_helpers.report import print_table
+from tflearn_helpers import cpu_speed, print_table
 
 
 def main() -> None:

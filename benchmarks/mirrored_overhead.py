@@ -34,19 +34,17 @@ def child(n: int, args) -> dict:
     import keras
     import tensorflow as tf
 
-    from tflearn_helpers.allreduce import time_allreduce
-    from tflearn_helpers.mirrored import make_train_step
-    from tflearn_helpers.resnet import resnet
+    from tflearn_helpers import allreduce, mirrored, resnet
 
     blocks = tuple(int(b) for b in args.blocks.split(","))
     x = tf.random.uniform((args.batch, args.image, args.image, 3))
     y = tf.random.uniform((args.batch,), maxval=10, dtype=tf.int32)
     strategy = tf.distribute.get_strategy() if n == 1 else course.mirrored_strategy(n)
     with strategy.scope():
-        model = resnet(blocks, (args.image, args.image, 3), classes=10)
+        model = resnet.resnet(blocks, (args.image, args.image, 3), classes=10)
         optimizer = keras.optimizers.SGD(0.01, momentum=0.9)
         optimizer.build(model.trainable_variables)
-    step = make_train_step(strategy, model, optimizer, args.batch)
+    step = mirrored.make_train_step(strategy, model, optimizer, args.batch)
     it = iter(
         strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors((x, y)).repeat())
     )
@@ -61,7 +59,7 @@ def child(n: int, args) -> dict:
     allreduce_s = 0.0
     if n > 1:  # the gradient's all-reduce alone, as one tensor (lesson 03's timing)
         floats = sum(int(tf.size(v)) for v in model.trainable_variables)
-        allreduce_s = time_allreduce(strategy, floats, steps=3).median
+        allreduce_s = allreduce.time_allreduce(strategy, floats, steps=3).median
     return {"n": n, "kind": course.plan.kind, "onednn": course.onednn, "traced_s": traced,
             "step_s": statistics.median(samples), "allreduce_s": allreduce_s}  # fmt: skip
 

@@ -3,9 +3,9 @@ from types import SimpleNamespace
 import pytest
 from helpers import run_python
 
-from tflearn_helpers import allreduce
-from tflearn_helpers.measure import ring_allreduce_bytes
-from tflearn_helpers.runtime.devices import DevicePlan
+from tflearn_helpers import allreduce, measure, runtime
+
+DevicePlan = runtime.devices.DevicePlan
 
 
 def test_every_algorithm_moves_the_same_total():
@@ -17,7 +17,7 @@ def test_every_algorithm_moves_the_same_total():
 
 
 def test_who_carries_the_load():
-    assert allreduce.bytes_sent("collective", 100, 4) == [ring_allreduce_bytes(100, 4)] * 4
+    assert allreduce.bytes_sent("collective", 100, 4) == [measure.ring_allreduce_bytes(100, 4)] * 4
     assert allreduce.bytes_sent("reduce_to_one", 100, 4) == [300, 100, 100, 100]
     assert allreduce.bytes_sent("hierarchical_copy", 100, 4) == [200, 100, 200, 100]
     assert allreduce.bytes_sent("hierarchical_copy", 100, 2) == [100, 100]
@@ -45,13 +45,20 @@ def test_nccl_only_on_several_real_gpus():
             plan=DevicePlan(kind, physical, per), devices=[f"d{i}" for i in range(n)]
         )
 
-    assert "NVIDIA" in allreduce.available(course("CPU", 1, 4, 4))["nccl"]
-    assert "40735" in allreduce.available(course("GPU", 1, 2, 2))["nccl"]
-    assert "two" in allreduce.available(course("GPU", 1, 1, 1))["nccl"]
-    assert allreduce.available(course("GPU", 4, 1, 4)) == dict.fromkeys(allreduce.ALGORITHMS)
-    assert allreduce.course_algorithm(course("GPU", 1, 2, 2)) == "hierarchical_copy"
-    assert allreduce.course_algorithm(course("GPU", 4, 1, 4)) == "collective"
-    assert allreduce.course_algorithm(course("CPU", 1, 4, 4)) == "collective"
+    assert "NVIDIA" in allreduce.unavailable_reasons(course("CPU", 1, 4, 4))["nccl"]
+    assert "40735" in allreduce.unavailable_reasons(course("GPU", 1, 2, 2))["nccl"]
+    assert "two" in allreduce.unavailable_reasons(course("GPU", 1, 1, 1))["nccl"]
+    assert allreduce.unavailable_reasons(course("GPU", 4, 1, 4)) == dict.fromkeys(
+        allreduce.ALGORITHMS
+    )
+
+
+def test_the_course_uses_hierarchical_copy_only_between_logical_gpus():
+    assert DevicePlan("GPU", 1, 2).allreduce_algorithm == "hierarchical_copy"
+    assert DevicePlan("GPU", 4, 1).allreduce_algorithm == "collective"
+    assert DevicePlan("CPU", 1, 4).allreduce_algorithm == "collective"
+    for plan in (DevicePlan("GPU", 1, 2), DevicePlan("CPU", 1, 1)):
+        assert plan.allreduce_algorithm in allreduce.ALGORITHMS
 
 
 def test_cross_device_ops_rejects_unknown_names():

@@ -68,3 +68,8 @@ def test_runner_picks_folders_skips_excluded_and_fails_on_leftovers(tmp_path, ca
     leak = summary["exercises/22_leaks.ipynb"]
     assert code == 1 and leak["status"] == "failed" and leak["left_running"]
     assert "run all: 1 passed, 1 failed" in capsys.readouterr().out
+
+
+def test_course_root_is_the_repository_from_any_folder(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # not the repository: the runner must still find notebooks/
+    assert (course.course_root() / "notebooks").is_dir()

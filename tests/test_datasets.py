@@ -64,3 +64,21 @@ def test_reachable_is_false_for_a_closed_port():
 def test_to_float():
     x = np.array([[0, 255]], dtype=np.uint8)
     assert np.allclose(datasets.to_float(x), [[0.0, 1.0]])
+
+
+def test_teacher_data_is_deterministic_and_uses_every_class():
+    x, y = datasets.teacher_data(2000, features=5, classes=3, seed=4)
+    assert x.shape == (2000, 5) and x.dtype == np.float32 and y.dtype == np.int32
+    assert set(np.unique(y)) == {0, 1, 2}
+    x2, y2 = datasets.teacher_data(2000, features=5, classes=3, seed=4)
+    assert np.array_equal(x, x2) and np.array_equal(y, y2)
+    x3, y3 = datasets.teacher_data(2000, features=5, classes=3, seed=4, teacher=1)
+    assert np.array_equal(x, x3) and not np.array_equal(y, y3)  # another task, same examples
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"n": 0}, {"n": 2.5}, {"n": True}, {"n": 4, "classes": 1}, {"n": 4, "features": 0}]
+)
+def test_teacher_data_rejects_bad_sizes(kwargs):
+    with pytest.raises(ValueError):
+        datasets.teacher_data(**kwargs)

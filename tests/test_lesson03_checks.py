@@ -18,7 +18,7 @@ def test_wrong_distributed_answers_get_hints():
         from tflearn_helpers import setup_course
         course = setup_course(devices=2, scale="smoke", verbose=False)
         import tensorflow as tf
-        from tflearn_helpers import mirrored as dp
+        from tflearn_helpers import mirrored
         from tflearn_helpers.checks import _evaluate
         strategy = course.mirrored_strategy()
 
@@ -40,7 +40,7 @@ def test_wrong_distributed_answers_get_hints():
         assert "MirroredStrategy" in _evaluate("03.2", plain, "nope").message
 
         def mean_per_replica(s, model, opt, b):
-            return dp.make_train_step(s, model, opt, b, "per_replica")
+            return mirrored.make_train_step(s, model, opt, b, "per_replica")
 
         def no_penalty(s, model, opt, b):
             loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(
@@ -58,7 +58,7 @@ def test_wrong_distributed_answers_get_hints():
         hint = _evaluate("03.3", mean_per_replica, strategy).message
         assert "2 times" in hint, hint
         assert "model.losses" in _evaluate("03.3", no_penalty, strategy).message
-        assert _evaluate("03.3", dp.make_train_step, strategy).ok
+        assert _evaluate("03.3", mirrored.make_train_step, strategy).ok
         assert "no function" in _evaluate("03.3", lambda *a: None, strategy).message
 
         def not_trained(s, x, y, b, epochs):
@@ -70,7 +70,7 @@ def test_wrong_distributed_answers_get_hints():
             with s.scope():
                 m = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
                 opt = tf.keras.optimizers.Adam(0.05)
-            step = dp.make_train_step(s, m, opt, b)
+            step = mirrored.make_train_step(s, m, opt, b)
             data = s.experimental_distribute_dataset(
                 tf.data.Dataset.from_tensor_slices((x, y)).batch(b, drop_remainder=True))
             return m, [sum(float(step(d)) for d in data) for _ in range(epochs)]

@@ -1,13 +1,14 @@
+import pytest
 from helpers import run_python
 
-from tflearn_helpers.placement import short_device
+from tflearn_helpers import placement
 
 
 def test_short_device_names():
-    assert short_device("/job:localhost/replica:0/task:0/device:CPU:1") == "CPU:1"
-    assert short_device("/job:ps/replica:0/task:1/device:CPU:0") == "ps:1/CPU:0"
-    assert short_device("") == "(unplaced)"
-    assert short_device("/job:ps/task:0") == "ps:0"
+    assert placement.short_device("/job:localhost/replica:0/task:0/device:CPU:1") == "CPU:1"
+    assert placement.short_device("/job:ps/replica:0/task:1/device:CPU:0") == "ps:1/CPU:0"
+    assert placement.short_device("") == "(unplaced)"
+    assert placement.short_device("/job:ps/task:0") == "ps:0"
 
 
 def test_variables_and_ops_are_found_where_they_ran():
@@ -30,22 +31,34 @@ def test_variables_and_ops_are_found_where_they_ran():
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-def test_placement_log_is_captured_from_a_fresh_process():
-    from tflearn_helpers.placement import capture_placement_log
+PROGRAM = """
+from tflearn_helpers import setup_course
 
-    lines = capture_placement_log(
-        "with tf.device('/CPU:1'):\n    tf.matmul(tf.ones((2, 2)), tf.ones((2, 2)))"
-    )
+setup_course(devices=2, log_placement=True, verbose=False)
+import tensorflow as tf
+
+with tf.device("/CPU:1"):
+    tf.matmul(tf.ones((2, 2)), tf.ones((2, 2)))
+"""
+
+
+def test_placement_log_is_read_from_a_program_run_in_a_fresh_process(tmp_path):
+    program = tmp_path / "placement_log.py"
+    program.write_text(PROGRAM)
+    lines = placement.run_with_placement_log(program)
     assert any("MatMul" in op and dev == "CPU:1" for _, op, dev in lines), lines
 
 
-def test_a_failing_snippet_raises_with_its_error():
-    import pytest
-
-    from tflearn_helpers.placement import capture_placement_log
-
+def test_a_failing_program_raises_with_its_error(tmp_path):
+    program = tmp_path / "fails.py"
+    program.write_text("1 / 0\n")
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
-        capture_placement_log("1 / 0")
+        placement.run_with_placement_log(program)
+
+
+def test_parse_placement_log_keeps_only_placement_lines():
+    text = "noise\nMatMul: (MatMul): /job:localhost/replica:0/task:0/device:CPU:1\n"
+    assert placement.parse_placement_log(text) == [("MatMul", "MatMul", "CPU:1")]
 
 
 def test_each_executed_op_is_counted_once():

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+__all__ = ["main"]
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tflearn_helpers")

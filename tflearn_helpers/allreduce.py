@@ -9,7 +9,10 @@ the reduction work and synchronisation, not a network.
 
 from __future__ import annotations
 
+from . import validate
 from .measure import Timing, ring_allreduce_bytes, time_steps
+
+__all__ = ["ALGORITHMS", "bytes_sent", "cross_device_ops", "time_allreduce", "unavailable_reasons"]
 
 #: name -> what it is; the order is the order lesson 03 shows them in.
 ALGORITHMS = {
@@ -32,8 +35,7 @@ def bytes_sent(algorithm: str, size_bytes: float, n: int) -> list[float]:
     """
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {list(ALGORITHMS)}")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"need a whole number n >= 1 of replicas, got {n!r}")
+    validate.whole_number("n (the number of replicas)", n, minimum=1)
     if size_bytes < 0:
         raise ValueError(f"size_bytes must be >= 0, got {size_bytes}")
     if n == 1:
@@ -48,8 +50,8 @@ def bytes_sent(algorithm: str, size_bytes: float, n: int) -> list[float]:
     return [half * size_bytes if i % half == 0 else float(size_bytes) for i in range(n)]
 
 
-def available(course) -> dict[str, str | None]:
-    """name -> None when the algorithm can run on ``course``'s devices, else why not."""
+def unavailable_reasons(course) -> dict[str, str | None]:
+    """name -> why the algorithm cannot run on ``course``'s devices, or None when it can."""
     plan = course.plan
     reasons = {name: None for name in ALGORITHMS}
     if plan.kind != "GPU":
@@ -61,13 +63,6 @@ def available(course) -> dict[str, str | None]:
     elif len(course.devices) < 2:
         reasons["nccl"] = "NCCL needs at least two GPUs"
     return reasons
-
-
-def course_algorithm(course) -> str:
-    """The algorithm ``course.mirrored_strategy()`` uses: hierarchical copy on logical GPUs
-    of one GPU (no NCCL there), else MirroredStrategy's default collective."""
-    plan = course.plan
-    return "hierarchical_copy" if plan.kind == "GPU" and plan.simulated else "collective"
 
 
 def cross_device_ops(algorithm: str):
@@ -95,8 +90,7 @@ def time_allreduce(strategy, num_floats: int, steps: int = 3) -> Timing:
     """
     import tensorflow as tf
 
-    if isinstance(num_floats, bool) or not isinstance(num_floats, int) or num_floats < 1:
-        raise ValueError(f"num_floats must be a whole number >= 1, got {num_floats!r}")
+    validate.whole_number("num_floats", num_floats, minimum=1)
     if not isinstance(strategy, tf.distribute.Strategy):
         raise TypeError(f"strategy must be a tf.distribute.Strategy, got {type(strategy).__name__}")
     n = strategy.num_replicas_in_sync

@@ -19,6 +19,17 @@ import inspect
 import textwrap
 from dataclasses import dataclass
 
+__all__ = [
+    "NOT_ATTEMPTED",
+    "RIGHT",
+    "WRONG",
+    "CheckResult",
+    "attempted",
+    "check",
+    "exercise",
+    "ready",
+]
+
 _REGISTRY: dict[str, object] = {}
 
 RIGHT, WRONG, NOT_ATTEMPTED = "right", "wrong", "not attempted"

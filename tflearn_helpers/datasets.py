@@ -1,5 +1,6 @@
-"""Image data for the ResNet lessons: generated images of learnable classes, and CIFAR-10
-when the machine can reach it (taught in lesson 04; lesson 05 reuses it).
+"""The course's data: generated images of learnable classes, and CIFAR-10 when the machine
+can reach it (taught in lesson 04; lesson 05 reuses it); ``teacher_data``, learnable
+feature vectors for lesson 03.
 
 Generated images need no network: each class has its own colour and stripe direction,
 blurred by noise and brightness jitter, so a network learns them in a few dozen steps and
@@ -15,6 +16,19 @@ import socket
 from dataclasses import dataclass
 
 import numpy as np
+
+from . import validate
+
+__all__ = [
+    "CIFAR10_HOST",
+    "Images",
+    "cifar10",
+    "generated_images",
+    "reachable",
+    "teacher_data",
+    "to_float",
+    "training_images",
+]
 
 CIFAR10_HOST = ("www.cs.toronto.edu", 443)  # where keras.datasets.cifar10 downloads from
 
@@ -34,8 +48,7 @@ def generated_images(
 ) -> Images:
     """``n`` images of ``classes`` learnable classes (colour + stripe direction + noise)."""
     for name, value, low in (("n", n, 1), ("size", size, 8), ("classes", classes, 2)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
+        validate.whole_number(name, value, minimum=low)
     if not 0 <= noise <= 1:
         raise ValueError(f"noise must be between 0 and 1, got {noise!r}")
     rng = np.random.default_rng(seed)
@@ -54,6 +67,21 @@ def generated_images(
     return Images(x, y, classes, f"generated ({classes} classes, seed {seed})")
 
 
+def teacher_data(n: int, features: int = 20, classes: int = 10, seed: int = 0, teacher: int = 0):
+    """``n`` examples (float32 x, int32 y) labelled by a fixed random network: learnable.
+
+    ``seed`` draws the examples, ``teacher`` the labelling network: the same ``teacher``
+    with another ``seed`` gives fresh examples of the same task (a held-out set).
+    """
+    for name, value, low in (("n", n, 1), ("features", features, 1), ("classes", classes, 2)):
+        validate.whole_number(name, value, minimum=low)
+    net = np.random.default_rng([teacher, features, classes])
+    w1, w2 = net.standard_normal((features, 32)), net.standard_normal((32, classes))
+    x = np.random.default_rng(seed).standard_normal((n, features)).astype(np.float32)
+    y = np.argmax(np.tanh(x @ w1) @ w2, axis=1).astype(np.int32)
+    return x, y
+
+
 def training_images(
     n: int,
     size: int = 32,
@@ -70,8 +98,7 @@ def training_images(
     Prints one line saying which it is and why. Pass ``real=False`` at the smoke profile:
     then the network is never touched.
     """
-    if isinstance(held_out, bool) or not isinstance(held_out, int) or held_out < 0:
-        raise ValueError(f"held_out must be a whole number >= 0, got {held_out!r}")
+    validate.whole_number("held_out", held_out, minimum=0)
     images = cifar10(timeout) if real else None
     if images is not None:
         if n + held_out > len(images.x):

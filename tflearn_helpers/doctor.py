@@ -20,9 +20,11 @@ import time
 
 from .runtime import startup_noise
 
+__all__ = ["CheckFailed", "main"]
+
 
 class CheckFailed(RuntimeError):
-    pass
+    """A doctor check ran and found this machine not ready."""
 
 
 def main(devices: int = 2, timeout: float = 120.0) -> int:

@@ -11,16 +11,16 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from . import validate
+
+__all__ = ["Timing", "pipeline_bubble", "ring_allreduce_bytes", "scaling_efficiency", "time_steps"]
+
 
 @dataclass(frozen=True)
 class Timing:
     """Seconds per step over ``len(samples)`` timed steps."""
 
     samples: tuple[float, ...]
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.samples)
 
     @property
     def median(self) -> float:
@@ -40,8 +40,8 @@ class Timing:
 
 def time_steps(step, steps: int, warmup: int = 1) -> Timing:
     """Call ``step()`` ``warmup`` times untimed, then ``steps`` times, timing each call."""
-    if steps < 1 or warmup < 0:
-        raise ValueError(f"need steps >= 1 and warmup >= 0, got steps={steps}, warmup={warmup}")
+    validate.whole_number("steps", steps, minimum=1)
+    validate.whole_number("warmup", warmup, minimum=0)
     for _ in range(warmup):
         _block(step())
     samples = []
@@ -61,15 +61,14 @@ def scaling_efficiency(rate_1: float, rate_n: float, n: int) -> float:
 
 def ring_allreduce_bytes(size_bytes: float, n: int) -> float:
     """Bytes each replica sends in a ring all-reduce of ``size_bytes``: 2(n-1)/n * S."""
-    if n < 1:
-        raise ValueError(f"need n >= 1 replicas, got {n}")
+    validate.whole_number("n (the number of replicas)", n, minimum=1)
     return 2 * (n - 1) / n * size_bytes
 
 
 def pipeline_bubble(stages: int, micro_batches: int) -> float:
     """Idle fraction of a GPipe-style pipeline: (K-1)/(M+K-1)."""
-    if stages < 1 or micro_batches < 1:
-        raise ValueError(f"need stages >= 1 and micro_batches >= 1, got {stages}, {micro_batches}")
+    validate.whole_number("stages", stages, minimum=1)
+    validate.whole_number("micro_batches", micro_batches, minimum=1)
     return (stages - 1) / (micro_batches + stages - 1)
 
 

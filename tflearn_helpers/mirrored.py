@@ -1,31 +1,31 @@
 """Synchronous data parallelism with MirroredStrategy (taught in lesson 03).
 
-A learnable synthetic dataset, a custom training step with the loss scaled either the
-right way (by the global batch) or the classic wrong way (per replica), and the checks
-the lesson asserts: every replica holds the same variables, and what each replica sees.
+A custom training step with the loss scaled either the right way (by the global batch)
+or the classic wrong way (per replica), and the checks the lesson asserts: every replica
+holds the same variables, and what each replica sees. (Lesson 03's learnable synthetic
+data is ``datasets.teacher_data``.)
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import validate
+
+__all__ = [
+    "LOSS_SCALINGS",
+    "make_train_step",
+    "max_abs_difference",
+    "per_replica_shapes",
+    "replica_copies",
+    "replica_count",
+    "replica_divergence",
+    "twin_model",
+    "update_norm",
+    "warmup_lr",
+]
+
 LOSS_SCALINGS = ("global", "per_replica")
-
-
-def teacher_data(n: int, features: int = 20, classes: int = 10, seed: int = 0, teacher: int = 0):
-    """``n`` examples (float32 x, int32 y) labelled by a fixed random network: learnable.
-
-    ``seed`` draws the examples, ``teacher`` the labelling network: the same ``teacher``
-    with another ``seed`` gives fresh examples of the same task (a held-out set).
-    """
-    for name, value, low in (("n", n, 1), ("features", features, 1), ("classes", classes, 2)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
-    net = np.random.default_rng([teacher, features, classes])
-    w1, w2 = net.standard_normal((features, 32)), net.standard_normal((32, classes))
-    x = np.random.default_rng(seed).standard_normal((n, features)).astype(np.float32)
-    y = np.argmax(np.tanh(x @ w1) @ w2, axis=1).astype(np.int32)
-    return x, y
 
 
 def replica_copies(variable) -> list:
@@ -41,11 +41,6 @@ def replica_count(variable) -> int:
     return len(replica_copies(variable))
 
 
-def local_values(value) -> list[np.ndarray]:
-    """Each replica's copy of a variable or of a per-replica value, as numpy arrays."""
-    return [np.asarray(p) for p in replica_copies(value)]
-
-
 def replica_divergence(variables) -> float:
     """Largest |copy on replica i - copy on replica 0| over all ``variables`` (0.0 = identical)."""
     variables = list(variables)
@@ -53,7 +48,7 @@ def replica_divergence(variables) -> float:
         raise ValueError("no variables given: pass model.variables (build the model first)")
     worst = 0.0
     for v in variables:
-        copies = local_values(v)
+        copies = [np.asarray(c) for c in replica_copies(v)]
         worst = max([worst] + [float(np.max(np.abs(c - copies[0]))) for c in copies[1:]])
     return worst
 
@@ -84,8 +79,7 @@ def make_train_step(strategy, model, optimizer, global_batch_size: int, loss_sca
 
     if loss_scaling not in LOSS_SCALINGS:
         raise ValueError(f"loss_scaling must be one of {LOSS_SCALINGS}, got {loss_scaling!r}")
-    if isinstance(global_batch_size, bool) or not isinstance(global_batch_size, int):
-        raise TypeError(f"global_batch_size must be a whole number, got {global_batch_size!r}")
+    validate.whole_number("global_batch_size", global_batch_size, minimum=1)
     if global_batch_size < strategy.num_replicas_in_sync:
         raise ValueError(
             f"global_batch_size={global_batch_size} gives some of the "

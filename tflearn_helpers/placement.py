@@ -2,8 +2,9 @@
 
 ``variable_devices`` reads each variable's device. ``op_devices`` runs a function once
 and reads the graphs TensorFlow actually executed, partitioned per device (the truth,
-not what a ``tf.device`` scope requested). ``capture_placement_log`` shows TensorFlow's
-own placement log as text the notebook can print and check.
+not what a ``tf.device`` scope requested). Lesson 00 also reads TensorFlow's
+own placement log: ``run_with_placement_log`` runs a program file (one that turns the log
+on before TensorFlow starts) in a fresh Python and ``parse_placement_log`` reads its lines.
 """
 
 from __future__ import annotations
@@ -13,6 +14,18 @@ import re
 import subprocess
 import sys
 from collections import Counter
+
+__all__ = [
+    "PLACEMENT_LOG_LINE",
+    "PLUMBING_OPS",
+    "compute_op_counts",
+    "op_devices",
+    "parameters_per_device",
+    "parse_placement_log",
+    "run_with_placement_log",
+    "short_device",
+    "variable_devices",
+]
 
 #: Bookkeeping nodes TensorFlow adds around the real work; left out of summaries.
 PLUMBING_OPS = frozenset(
@@ -32,7 +45,9 @@ PLUMBING_OPS = frozenset(
         "VarHandleOp",
     }
 )
-_LOG_LINE = re.compile(r"^(?P<node>\S+): \((?P<op>\w+)\): (?P<device>/job:\S+)$")
+#: One line of TensorFlow's placement log: ``node: (OpType): /job:.../device:CPU:0``.
+PLACEMENT_LOG_LINE = re.compile(r"^(?P<node>\S+): \((?P<op>\w+)\): (?P<device>/job:\S+)$")
+_LOG_LINE = PLACEMENT_LOG_LINE  # the old name, until estimator_lab imports the public one
 
 
 def short_device(name: str) -> str:
@@ -103,30 +118,30 @@ def compute_op_counts(fn, *args, **kwargs) -> Counter:
     return Counter(dev for op, dev in op_devices(fn, *args, **kwargs) if op not in PLUMBING_OPS)
 
 
-def capture_placement_log(code: str, devices: int = 2, timeout: float = 120) -> list:
-    """Run ``code`` in a fresh Python with TensorFlow's placement log on.
+def parse_placement_log(text: str) -> list[tuple[str, str, str]]:
+    """(node, op type, short device) for each placement-log line in ``text``."""
+    lines = (PLACEMENT_LOG_LINE.match(line.strip()) for line in text.splitlines())
+    return [(m["node"], m["op"], short_device(m["device"])) for m in lines if m]
 
-    Returns (node, op type, device) for each line of the log. TensorFlow honours
-    ``tf.debugging.set_log_device_placement(True)`` only when it is set before its runtime
-    starts, so a notebook that already ran TensorFlow cannot turn it on for itself.
+
+def run_with_placement_log(program, timeout: float = 120) -> list[tuple[str, str, str]]:
+    """Run the Python file ``program`` in a fresh process; return its placement log.
+
+    TensorFlow honours ``tf.debugging.set_log_device_placement(True)`` only when it is set
+    before its runtime starts, so a notebook that already ran TensorFlow cannot turn it on
+    for itself: the program does (``setup_course(..., log_placement=True)``).
     """
-    preamble = (
-        "from tflearn_helpers import setup_course\n"
-        f"setup_course(devices={int(devices)}, log_placement=True, verbose=False)\n"
-        "import tensorflow as tf\n"
-    )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     try:
         done = subprocess.run(
-            [sys.executable, "-c", preamble + code],
+            [sys.executable, os.fspath(program)],
             capture_output=True,
             text=True,
             timeout=timeout,
             env=env,
         )
     except subprocess.TimeoutExpired:
-        raise TimeoutError(f"the placement-log snippet ran over {timeout:.0f} s") from None
+        raise TimeoutError(f"{program} ran over {timeout:.0f} s") from None
     if done.returncode != 0:
-        raise RuntimeError(f"the placement-log snippet failed:\n{done.stderr[-2000:]}")
-    lines = (_LOG_LINE.match(line.strip()) for line in done.stdout.splitlines())
-    return [(m["node"], m["op"], short_device(m["device"])) for m in lines if m]
+        raise RuntimeError(f"{program} failed:\n{done.stderr[-2000:]}")
+    return parse_placement_log(done.stdout)

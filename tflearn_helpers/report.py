@@ -18,13 +18,28 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+__all__ = [
+    "HEADLINES_ENV",
+    "RESULTS_ENV",
+    "ExpectedError",
+    "expect_error",
+    "format_table",
+    "format_value",
+    "headline",
+    "print_table",
+    "record",
+    "recorded",
+    "recorded_prefix",
+    "results_path",
+]
+
 HEADLINES_ENV = "TFLEARN_HEADLINES"
 RESULTS_ENV = "TFLEARN_RESULTS"
 
 
 def format_table(rows: Iterable[Sequence], headers: Sequence[str]) -> str:
     """A fixed-width text table (readable in notebooks, logs and HTML alike)."""
-    cells = [[_fmt(v) for v in row] for row in rows]
+    cells = [[format_value(v) for v in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
         if len(row) != len(headers):
@@ -37,12 +52,13 @@ def format_table(rows: Iterable[Sequence], headers: Sequence[str]) -> str:
 
 
 def print_table(rows: Iterable[Sequence], headers: Sequence[str]) -> None:
+    """Print ``format_table(rows, headers)``."""
     print(format_table(rows, headers))
 
 
 def headline(label: str, value, unit: str = "") -> None:
     """Print a figure and record it for the course summary page."""
-    text = f"{_fmt(value)} {unit}".strip()
+    text = f"{format_value(value)} {unit}".strip()
     print(f"{label}: {text}")
     path = os.environ.get(HEADLINES_ENV)
     if path:
@@ -79,6 +95,7 @@ def expect_error(*types: type[BaseException]):
 
 
 def results_path() -> Path:
+    """Where ``record`` keeps figures: ``$TFLEARN_RESULTS``, else ~/.cache/tflearn."""
     default = Path.home() / ".cache" / "tflearn" / "results.json"
     return Path(os.environ.get(RESULTS_ENV) or default)
 
@@ -113,7 +130,8 @@ def _load(path: Path) -> dict:
         return {}
 
 
-def _fmt(value) -> str:
+def format_value(value) -> str:
+    """A figure as the course prints it: 4 significant digits, large floats with commas."""
     if isinstance(value, float):
         return f"{value:.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
     return str(value)

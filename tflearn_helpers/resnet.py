@@ -9,6 +9,10 @@ smoke profile. The models return logits (no softmax).
 
 from __future__ import annotations
 
+from . import validate
+
+__all__ = ["RESNET50_BLOCKS", "depth", "resnet"]
+
 RESNET50_BLOCKS = (3, 4, 6, 3)
 _FILTERS = (64, 128, 256, 512)
 _EPS = 1.001e-5  # keras.applications' BatchNormalization epsilon
@@ -24,8 +28,7 @@ def resnet(blocks=RESNET50_BLOCKS, input_shape=(224, 224, 3), classes: int = 100
     import keras
 
     blocks = _check_blocks(blocks)
-    if isinstance(classes, bool) or not isinstance(classes, int) or classes < 2:
-        raise ValueError(f"classes must be a whole number >= 2, got {classes!r}")
+    validate.whole_number("classes", classes, minimum=2)
     if len(input_shape) != 3 or min(input_shape[:2]) < 32:
         raise ValueError(f"input_shape must be (height, width, channels), >= 32x32: {input_shape}")
     if blocks == RESNET50_BLOCKS:
@@ -79,7 +82,7 @@ def _check_blocks(blocks) -> tuple[int, ...]:
         blocks = tuple(blocks)
     except TypeError:
         raise TypeError(f"blocks must be 4 whole numbers, got {blocks!r}") from None
-    if len(blocks) != 4 or any(isinstance(b, bool) or not isinstance(b, int) for b in blocks):
+    if len(blocks) != 4 or not all(validate.is_whole_number(b) for b in blocks):
         raise TypeError(f"blocks must be 4 whole numbers (one per stage), got {blocks!r}")
     if min(blocks) < 1:
         raise ValueError(f"every stage needs at least one block, got {blocks!r}")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from .. import validate
 from ..checks import exercise
 from ..placement import compute_op_counts, short_device, variable_devices
+
+__all__ = ["count_devices", "matmul_on_last_device", "where_seed_variables_live", "why_no_speedup"]
 
 
 def _compute_devices() -> list[str]:
@@ -15,7 +18,7 @@ def _compute_devices() -> list[str]:
 
 @exercise("00.1")
 def count_devices(answer):
-    if isinstance(answer, bool) or not isinstance(answer, int):
+    if not validate.is_whole_number(answer):
         return "give a whole number (an int), computed from what TensorFlow lists"
     if answer != len(_compute_devices()):
         return "count the logical devices of the accelerator kind the course set up"

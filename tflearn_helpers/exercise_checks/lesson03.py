@@ -8,9 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import mirrored as dp
+from .. import datasets, mirrored
 from ..checks import exercise
 from ..measure import ring_allreduce_bytes
+
+__all__ = [
+    "distributed_dataset",
+    "mirrored_strategy",
+    "ring_megabytes",
+    "train_step",
+    "trained_with_custom_loop",
+    "trained_with_fit",
+]
 
 
 def _strategy_problem(strategy):
@@ -73,7 +82,7 @@ def distributed_dataset(make_dataset, strategy):
         return f"expected a distributed dataset, got {type(result).__name__}"
     elements, seen = list(result), []
     for element in elements:
-        shapes = dp.per_replica_shapes(strategy, element)
+        shapes = mirrored.per_replica_shapes(strategy, element)
         sizes = {s[0][0] for _, s in shapes}
         if sizes != {global_batch // n}:
             return (
@@ -100,15 +109,15 @@ def train_step(make_step, strategy):
         return problem
     n = strategy.num_replicas_in_sync
     global_batch = 8 * n
-    x, y = dp.teacher_data(global_batch, features=6, classes=4, seed=3)
+    x, y = datasets.teacher_data(global_batch, features=6, classes=4, seed=3)
     l2 = tf.keras.regularizers.L2(0.05)
     reference = tf.keras.Sequential(
         [tf.keras.Input((6,)), tf.keras.layers.Dense(4, kernel_regularizer=l2)]
     )
     one = tf.distribute.get_strategy()
-    expected = dp.twin_model(reference, one)
-    dp.make_train_step(one, expected, tf.keras.optimizers.SGD(0.5), global_batch)((x, y))
-    model = dp.twin_model(reference, strategy)
+    expected = mirrored.twin_model(reference, one)
+    mirrored.make_train_step(one, expected, tf.keras.optimizers.SGD(0.5), global_batch)((x, y))
+    model = mirrored.twin_model(reference, strategy)
     with strategy.scope():
         optimizer = tf.keras.optimizers.SGD(0.5)
     step = make_step(strategy, model, optimizer, global_batch)
@@ -116,15 +125,17 @@ def train_step(make_step, strategy):
         return "make_step must return the step function (it returned no function)"
     batch = tf.data.Dataset.from_tensor_slices((x, y)).batch(global_batch)
     loss = step(next(iter(strategy.experimental_distribute_dataset(batch))))
-    if dp.replica_divergence(model.variables) != 0.0:
+    if mirrored.replica_divergence(model.variables) != 0.0:
         return "after your step the replicas hold different weights: apply one summed gradient"
     w0 = reference.get_weights()
-    ratio = dp.update_norm(w0, model.get_weights()) / dp.update_norm(w0, expected.get_weights())
+    ratio = mirrored.update_norm(w0, model.get_weights()) / mirrored.update_norm(
+        w0, expected.get_weights()
+    )
     if abs(ratio - n) < 0.01 * n:
         return f"your update is {n} times the single-device one: how is each replica's loss scaled?"
     if abs(ratio - 1 / n) < 0.01 / n:
         return f"your update is 1/{n} of the single-device one: how is each replica's loss scaled?"
-    if dp.max_abs_difference(model.get_weights(), expected.get_weights()) > 1e-5:
+    if mirrored.max_abs_difference(model.get_weights(), expected.get_weights()) > 1e-5:
         return (
             f"your step differs from one device's step on the same batch (update ratio "
             f"{ratio:.3g}): how does each replica scale its loss and the model.losses penalty?"
@@ -142,18 +153,14 @@ def trained_with_custom_loop(train, strategy):
     if problem:
         return problem
     n, epochs = strategy.num_replicas_in_sync, 3
-    x, y = dp.teacher_data(1024, seed=11)
+    x, y = datasets.teacher_data(1024, seed=11)
     result = train(strategy, x, y, 32 * n, epochs)
     if not isinstance(result, tuple) or len(result) != 2:
         return "return two things: the trained model and the list of epoch losses"
     model, losses = result
-    variables = list(getattr(model, "trainable_variables", []))
-    if not variables:
-        return "the first thing returned should be the trained Keras model"
-    if any(dp.replica_count(v) != n for v in variables):
-        return f"the model's variables are not mirrored on the {n} replicas: where was it built?"
-    if dp.replica_divergence(variables) != 0.0:
-        return "after training, the replicas' copies of the weights differ"
+    problem = _mirrored_model_problem(model, n, "the first thing returned should be the model")
+    if problem:
+        return problem
     losses = [float(v) for v in np.ravel(np.asarray(losses, dtype=float))]
     if len(losses) != epochs or not all(np.isfinite(losses)):
         return f"return one finite loss per epoch ({epochs} epochs asked), got {len(losses)}"
@@ -168,19 +175,29 @@ def trained_with_fit(model, strategy):
     problem = _strategy_problem(strategy)
     if problem:
         return problem
-    n = strategy.num_replicas_in_sync
+    problem = _mirrored_model_problem(model, strategy.num_replicas_in_sync, "pass the model")
+    if problem:
+        return problem
+    return _beats_chance(model, features=model.trainable_variables[0].shape[0])
+
+
+def _mirrored_model_problem(model, replicas: int, not_a_model: str):
+    """A hint when ``model`` is not a Keras model mirrored, identically, on ``replicas``."""
     variables = list(getattr(model, "trainable_variables", []))
     if not variables:
-        return "pass the trained Keras model"
-    if any(dp.replica_count(v) != n for v in variables):
-        return f"the model's variables are not mirrored on the {n} replicas: where was it built?"
-    if dp.replica_divergence(variables) != 0.0:
-        return "the replicas' copies of the weights differ"
-    return _beats_chance(model, features=variables[0].shape[0])
+        return f"{not_a_model}: the trained Keras model"
+    if any(mirrored.replica_count(v) != replicas for v in variables):
+        return (
+            f"the model's variables are not mirrored on the {replicas} replicas: "
+            "where was it built?"
+        )
+    if mirrored.replica_divergence(variables) != 0.0:
+        return "after training, the replicas' copies of the weights differ"
+    return None
 
 
 def _beats_chance(model, features: int):
-    x, y = dp.teacher_data(2048, features=features, seed=123)
+    x, y = datasets.teacher_data(2048, features=features, seed=123)
     accuracy = float(np.mean(np.argmax(np.asarray(model(x)), axis=1) == y))
     if accuracy <= 2 / 10:
         return f"held-out accuracy {accuracy:.2f} is near chance: train on teacher_data for longer"

@@ -10,6 +10,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .. import validate
+
+__all__ = [
+    "DEFAULT_GPU_MEMORY_MB",
+    "MAX_SIMULATED",
+    "DevicePlan",
+    "DevicesAlreadyInitializedError",
+    "apply_plan",
+    "plan_devices",
+]
+
 MAX_SIMULATED = 16
 DEFAULT_GPU_MEMORY_MB = 1024
 
@@ -35,6 +46,13 @@ class DevicePlan:
     def simulated(self) -> bool:
         return self.per_physical > 1
 
+    @property
+    def allreduce_algorithm(self) -> str:
+        """The all-reduce MirroredStrategy uses on these devices (a name of
+        ``allreduce.ALGORITHMS``): "hierarchical_copy" between logical GPUs of one GPU,
+        where NCCL cannot run (tensorflow/tensorflow#40735), else the default "collective"."""
+        return "hierarchical_copy" if self.kind == "GPU" and self.simulated else "collective"
+
 
 def plan_devices(requested: int | None, n_gpus: int) -> DevicePlan:
     """Decide how to provide ``requested`` devices given ``n_gpus`` real GPUs.
@@ -42,16 +60,15 @@ def plan_devices(requested: int | None, n_gpus: int) -> DevicePlan:
     Real GPUs are used as they are when there are enough; otherwise each GPU (or the CPU)
     is split into logical devices.
     """
-    if requested is not None:
-        if isinstance(requested, bool) or not isinstance(requested, int):
-            raise TypeError(f"devices must be a whole number, got {requested!r}")
-        if not 1 <= requested <= MAX_SIMULATED:
-            raise ValueError(
-                f"devices={requested} is not possible here: ask for 1 to {MAX_SIMULATED} "
-                "devices (simulated devices share the same hardware, so more teach nothing new)."
-            )
-    if n_gpus < 0:
-        raise ValueError(f"n_gpus must be >= 0, got {n_gpus}")
+    if requested is not None and not (
+        validate.is_whole_number(requested) and 1 <= requested <= MAX_SIMULATED
+    ):
+        raise validate.WholeNumberError(
+            f"devices={requested!r} is not possible here: ask for 1 to {MAX_SIMULATED} devices, "
+            "a whole number (simulated devices share the same hardware, so more teach nothing "
+            "new)."
+        )
+    validate.whole_number("n_gpus", n_gpus, minimum=0)
     if n_gpus == 0:
         return DevicePlan("CPU", 1, requested or 1)
     if requested is None or n_gpus >= requested:

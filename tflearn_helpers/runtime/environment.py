@@ -12,10 +12,13 @@ import platform
 import sys
 from dataclasses import dataclass, field
 
+from .. import allreduce
 from ..report import format_table
 from . import scale as scale_mod
 from . import startup_noise
 from .devices import DEFAULT_GPU_MEMORY_MB, DevicePlan, apply_plan, plan_devices
+
+__all__ = ["LEGACY_KERAS_ENV", "ONEDNN_ENV", "CourseEnv", "course_onednn_default", "setup_course"]
 
 ONEDNN_ENV = "TF_ENABLE_ONEDNN_OPTS"
 LEGACY_KERAS_ENV = "TF_USE_LEGACY_KERAS"
@@ -41,7 +44,7 @@ class CourseEnv:
 
     def mirrored_strategy(self, num_devices: int | None = None):
         """The MirroredStrategy over the first ``num_devices`` devices, with an all-reduce
-        that works on them (NCCL cannot run between logical GPUs of one GPU).
+        that works on them (``plan.allreduce_algorithm``).
 
         One strategy per device count, made once: two MirroredStrategy objects with the
         default collective all-reduce over the same devices clash in one process
@@ -56,9 +59,7 @@ class CourseEnv:
                 f"call setup_course(devices={n}) in the setup cell"
             )
         if n not in self._strategies:
-            ops = None
-            if self.plan.kind == "GPU" and self.plan.simulated:
-                ops = tf.distribute.HierarchicalCopyAllReduce()
+            ops = allreduce.cross_device_ops(self.plan.allreduce_algorithm)
             self._strategies[n] = tf.distribute.MirroredStrategy(
                 self.devices[:n], cross_device_ops=ops
             )

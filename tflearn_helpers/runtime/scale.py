@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+__all__ = ["ENV_VAR", "PROFILES", "current", "pick", "resolve", "set_current"]
+
 PROFILES = ("smoke", "cpu", "gpu")
 ENV_VAR = "TFLEARN_SCALE"
 

@@ -17,6 +17,8 @@ import re
 import sys
 import tempfile
 
+__all__ = ["NOISE", "filtered", "to_terminal"]
+
 NOISE = re.compile(
     "|".join(
         (

@@ -2,3 +2,7 @@
 
 Both work from an installed wheel (``python -m tflearn_helpers course``).
 """
+
+from . import course, leftovers
+
+__all__ = ["course", "leftovers"]

@@ -19,13 +19,15 @@ from pathlib import Path
 from ..report import HEADLINES_ENV
 from . import leftovers
 
+__all__ = ["FOLDERS", "course_root", "run_course", "run_notebook"]
+
 FOLDERS = ("notebooks", "solutions", "exercises")
 
 
 def course_root() -> Path:
     """The folder holding notebooks/: the repository, or (installed from a wheel, as on
     Colab) the current directory."""
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]  # tooling/ -> tflearn_helpers/ -> the repository
     return repo if (repo / "notebooks").is_dir() else Path.cwd()
 
 

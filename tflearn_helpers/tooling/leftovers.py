@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import psutil
 
+__all__ = ["TAG_ENV", "Snapshot", "kill", "leftovers", "snapshot"]
+
 #: Set in this process's environment, so every process started from it (a kernel, and the
 #: workers the kernel starts) inherits it. An orphan counts as ours only when it carries it:
 #: another program's background job on the same machine is never reported or killed.
