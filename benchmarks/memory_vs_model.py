@@ -18,9 +18,7 @@ import os
 import statistics
 import sys
 
-from tflearn_helpers import memory
-from tflearn_helpers.memory_probe import measure, result
-from tflearn_helpers.report import print_table
+from tflearn_helpers import memory, memory_probe, print_table
 
 CASES = [
     ("resnet50", 64, 8, "float32"),
@@ -38,11 +36,11 @@ CASES = [
 def predicted(model: str, image: int, batch: int, policy: str) -> memory.Footprint:
     import keras
 
-    from tflearn_helpers.cpu_speed import build_model
+    from tflearn_helpers import cpu_speed
 
     keras.mixed_precision.set_global_policy(policy)
     try:
-        return memory.one_device(memory.profile(build_model(model, image)), batch, "adam")
+        return memory.one_device(memory.profile(cpu_speed.build_model(model, image)), batch, "adam")
     finally:
         keras.mixed_precision.set_global_policy("float32")
 
@@ -50,7 +48,9 @@ def predicted(model: str, image: int, batch: int, policy: str) -> memory.Footpri
 def sweep(cases) -> list[tuple]:
     rows = []
     for model, image, batch, policy in cases:
-        probe = result(measure(batch, model, image, policy))  # one at a time: clean peaks
+        probe = memory_probe.result(
+            memory_probe.measure(batch, model, image, policy)
+        )  # one at a time: clean peaks
         guess = predicted(model, image, batch, policy).total
         rows.append((model, image, batch, policy, guess, probe.peak))
     return rows
@@ -64,14 +64,16 @@ def bfc_speed(batch: int, steps: int, onednn: bool) -> tuple[float, float]:
     if len(cores) == 2:
         for order in (cores, cores[::-1]):
             procs = {
-                bfc: measure(batch, steps=steps, bfc=bfc, onednn=onednn, core=core)
+                bfc: memory_probe.measure(batch, steps=steps, bfc=bfc, onednn=onednn, core=core)
                 for bfc, core in zip((True, False), order, strict=True)
             }
             for bfc, proc in procs.items():
-                samples[bfc] += result(proc).step_seconds
+                samples[bfc] += memory_probe.result(proc).step_seconds
     else:
         for bfc in (True, False):
-            samples[bfc] += result(measure(batch, steps=steps, bfc=bfc, onednn=onednn)).step_seconds
+            samples[bfc] += memory_probe.result(
+                memory_probe.measure(batch, steps=steps, bfc=bfc, onednn=onednn)
+            ).step_seconds
     return statistics.median(samples[True]), statistics.median(samples[False])
 
 

@@ -20,7 +20,7 @@ from tflearn_helpers import setup_course
 setup_course(devices=3, verbose=False)
 import keras
 import tensorflow as tf
-from tflearn_helpers import model_parallel as mp
+from tflearn_helpers import model_parallel
 from tflearn_helpers.checks import _evaluate
 
 def chain(blocks):  # a tiny stand-in with ResNet-101's 33 block outputs
@@ -32,7 +32,7 @@ def chain(blocks):  # a tiny stand-in with ResNet-101's 33 block outputs
 
 def place(model, cuts, devices):
     stages = []
-    for segment, device in zip(mp.segment_models(model, cuts), devices):
+    for segment, device in zip(model_parallel.segment_models(model, cuts), devices):
         with tf.device(device):
             stage = keras.models.clone_model(segment)
         stage.set_weights(segment.get_weights())
@@ -59,7 +59,7 @@ def answer(model, stages, devices, forward_devices=None):
     return dict(model=model, stages=stages, forward=forward, train_step=train_step)
 
 model = chain(33)
-names = mp.block_boundaries(model)
+names = model_parallel.block_boundaries(model)
 devs = ["/CPU:1", "/CPU:2"]
 good = place(model, [names[15]], devs)
 verdict = _evaluate("05.1", answer(model, good, devs))

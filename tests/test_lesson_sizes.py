@@ -77,7 +77,7 @@ def _setup_and_sizes(notebook: str, number: str) -> dict[str, str]:
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
         if cell["cell_type"] == "code"
     ]
-    limit = re.search(r"setup_course\(devices=(\d+), gpu_memory_mb=(\d+)\)", code[0])
+    limit = re.search(r"setup_course\(devices=(\d+), gpu_memory_mb=(\d+)[,)]", code[0])
     lesson = ls.by_number(number)
     assert limit and (int(limit[1]), int(limit[2])) == (lesson.devices, lesson.gpu_memory_mb)
     return _assignments(code)

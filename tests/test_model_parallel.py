@@ -10,7 +10,7 @@ setup_course(devices=3, verbose=False)
 import numpy as np
 import keras
 import tensorflow as tf
-from tflearn_helpers import model_parallel as mp, placement
+from tflearn_helpers import model_parallel, placement
 
 def tiny_resnet():
     keras.utils.set_random_seed(0)
@@ -49,14 +49,14 @@ def test_segments_cut_cleanly_and_size_their_activations():
         TINY
         + """
 model = tiny_resnet()
-assert mp.block_boundaries(model) == ["conv2_block1_out", "conv2_block2_out"]
-segs = mp.segment_models(model, ["conv2_block1_out"])
+assert model_parallel.block_boundaries(model) == ["conv2_block1_out", "conv2_block2_out"]
+segs = model_parallel.segment_models(model, ["conv2_block1_out"])
 assert sum(m.count_params() for m in segs) == model.count_params()
 x = tf.random.normal((4, 8, 8, 3))
 np.testing.assert_allclose(segs[1](segs[0](x)).numpy(), model(x).numpy(), rtol=1e-5, atol=1e-6)
-out, kept = mp.activation_bytes(segs[0], batch=4)
+out, kept = model_parallel.activation_bytes(segs[0], batch=4)
 assert out == 4 * 8 * 8 * 4 * 4 and kept > out
-seconds = mp.time_segments(segs, x, steps=2)
+seconds = model_parallel.time_segments(segs, x, steps=2)
 assert len(seconds) == 2 and all(t > 0 for t in seconds)
 """
     )
@@ -70,7 +70,7 @@ def test_segments_refuse_bad_cuts_clearly():
 model = tiny_resnet()
 def fails(match, cuts):
     try:
-        mp.segment_models(model, cuts)
+        model_parallel.segment_models(model, cuts)
     except ValueError as err:
         assert match in str(err), err
     else:
@@ -79,7 +79,7 @@ fails("no layer named ['conv9_block1_out']", ["conv9_block1_out"])
 fails("not a clean cut", ["conv2_block2_conv"])
 fails("layer order", ["conv2_block2_out", "conv2_block1_out"])
 try:
-    mp.block_boundaries(keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]))
+    model_parallel.block_boundaries(keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)]))
 except ValueError as err:
     assert "conv3_block1_out" in str(err)
 else:

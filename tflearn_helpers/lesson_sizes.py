@@ -23,6 +23,36 @@ from dataclasses import dataclass
 from . import memory
 from .runtime.devices import DEFAULT_GPU_MEMORY_MB, plan_devices
 
+__all__ = [
+    "BN_PER_REPLICA_BATCH",
+    "CARD_SHARE",
+    "FRACTION",
+    "Fit",
+    "GpuShape",
+    "HEADERS",
+    "LESSONS",
+    "Lesson",
+    "MICRO_BATCHES",
+    "PER_REPLICA_BATCH",
+    "PIPELINE_BATCH",
+    "PIPELINE_IMAGE",
+    "RESNET_IMAGE",
+    "SHAPES",
+    "STRONG_GLOBAL_BATCH",
+    "available_ram",
+    "by_number",
+    "device_limit_bytes",
+    "explain",
+    "fit_on_gpus",
+    "fit_on_shared_memory",
+    "gpu_memory_mib",
+    "mlp",
+    "pipeline_cuts",
+    "resnet50",
+    "rows",
+    "small_convnet",
+]
+
 _BLOCK_END = re.compile(r"^conv\d+_block\d+_out$")
 FRACTION = 0.7  # of a device's memory a lesson may plan to use at its peak
 CARD_SHARE = 0.9  # of a card the logical GPUs carved from it may take together

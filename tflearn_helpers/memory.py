@@ -26,6 +26,26 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
+__all__ = [
+    "DeviceOutOfMemoryError",
+    "Footprint",
+    "LayerMemory",
+    "MiB",
+    "ModelMemory",
+    "SCHEDULES",
+    "SLOTS",
+    "dtype_bytes",
+    "explain_oom",
+    "largest_batch",
+    "mirrored",
+    "one_device",
+    "oom_message",
+    "parameter_server",
+    "pipeline",
+    "profile",
+    "slots",
+]
+
 MiB = 2**20
 SLOTS = {"sgd": 0, "momentum": 1, "rmsprop": 1, "adagrad": 1, "adam": 2, "adamw": 2}
 SCHEDULES = ("gpipe", "1f1b")

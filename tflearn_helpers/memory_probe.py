@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from .cluster import processes
 
+__all__ = ["BFC_ENV", "Probe", "measure", "result", "run_here"]
+
 BFC_ENV = "TF_CPU_ALLOCATOR_USE_BFC"
 
 

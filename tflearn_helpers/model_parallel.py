@@ -12,6 +12,15 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 
+__all__ = [
+    "activation_bytes",
+    "balance",
+    "block_boundaries",
+    "group_sums",
+    "segment_models",
+    "time_segments",
+]
+
 _BLOCK_OUT = re.compile(r"^conv\d+_block\d+_out$")
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import threading
 
+__all__ = ["run_concurrently"]
+
 
 def run_concurrently(functions, timeout: float = 600) -> list:
     """Run each function in its own thread (one per pipeline stage), wait for all, and

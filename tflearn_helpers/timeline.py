@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import pairwise
 
+__all__ = ["Event", "Timeline"]
+
 
 @dataclass(frozen=True)
 class Event:

@@ -12,6 +12,14 @@ from ..checks import exercise
 from ..measure import pipeline_bubble
 from ..placement import compute_op_counts, parameters_per_device
 
+__all__ = [
+    "BALANCE_TOLERANCE",
+    "KEYS",
+    "RESNET101_BLOCKS",
+    "micro_batches_for_bubble",
+    "resnet101_split",
+]
+
 #: ResNet-101 has 3 + 4 + 23 + 3 residual blocks.
 RESNET101_BLOCKS = 33
 #: "Balanced": the fullest device holds at most this many times an equal share of parameters.
