@@ -223,7 +223,11 @@ def regression_model():
     import tensorflow as tf
 
     return tf.keras.Sequential(
-        [tf.keras.layers.Dense(32, activation="relu", input_shape=(8,)), tf.keras.layers.Dense(1)]
+        [
+            tf.keras.Input(shape=(8,)),
+            tf.keras.layers.Dense(32, activation="relu"),
+            tf.keras.layers.Dense(1),
+        ]
     )
 
 
