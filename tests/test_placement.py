@@ -1,3 +1,5 @@
+import os
+
 import pytest
 from helpers import run_python
 
@@ -54,6 +56,18 @@ def test_a_failing_program_raises_with_its_error(tmp_path):
     program.write_text("1 / 0\n")
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         placement.run_with_placement_log(program)
+
+
+def test_a_program_over_its_timeout_is_stopped_and_named(tmp_path):
+    program = tmp_path / "sleeps.py"
+    pid_file = tmp_path / "pid"
+    program.write_text(
+        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+    )
+    with pytest.raises(TimeoutError, match="sleeps.py ran over 5 s"):
+        placement.run_with_placement_log(program, timeout=5)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)  # stopped and reaped, not left running
 
 
 def test_parse_placement_log_keeps_only_placement_lines():

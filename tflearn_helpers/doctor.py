@@ -83,10 +83,10 @@ def _mirrored_step(env) -> str:
 def _grpc_round_trip(env) -> str:
     import tensorflow as tf
 
-    from .cluster import local_cluster_spec
+    from .cluster import local_cluster_spec, start_server
 
     spec = local_cluster_spec(workers=1)
-    server = tf.distribute.Server(tf.train.ClusterSpec(spec), job_name="worker", task_index=0)
+    server = start_server(spec, "worker", 0)
     with tf.Graph().as_default():
         with tf.device("/job:worker/task:0"):
             total = tf.reduce_sum(tf.range(10))
@@ -128,7 +128,9 @@ def _legacy_kernel() -> str:
     jupyter = shutil.which("jupyter", path=os.path.dirname(sys.executable))
     if not jupyter:
         return "jupyter not found in this environment"
-    listing = subprocess.run([jupyter, "kernelspec", "list"], capture_output=True, text=True)
+    listing = subprocess.run(
+        [jupyter, "kernelspec", "list"], capture_output=True, text=True, timeout=60
+    )
     return "installed" if "tflearn-legacy" in listing.stdout else "missing (make legacy-env)"
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from collections import Counter
+
+from .cluster import processes
 
 __all__ = [
     "PLACEMENT_LOG_LINE",
@@ -130,17 +131,13 @@ def run_with_placement_log(program, timeout: float = 120) -> list[tuple[str, str
     before its runtime starts, so a notebook that already ran TensorFlow cannot turn it on
     for itself: the program does (``setup_course(..., log_placement=True)``).
     """
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    try:
-        done = subprocess.run(
-            [sys.executable, os.fspath(program)],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env,
-        )
-    except subprocess.TimeoutExpired:
-        raise TimeoutError(f"{program} ran over {timeout:.0f} s") from None
-    if done.returncode != 0:
-        raise RuntimeError(f"{program} failed:\n{done.stderr[-2000:]}")
-    return parse_placement_log(done.stdout)
+    command = [sys.executable, os.fspath(program)]
+    quiet = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+    with processes.start(command, env=quiet, merge_stderr=False, name=str(program)) as child:
+        try:
+            code = child.wait(timeout)
+        except TimeoutError:
+            raise TimeoutError(f"{program} ran over {timeout:.0f} s") from None
+    if code != 0:
+        raise RuntimeError(f"{program} failed:\n{child.errors()[-2000:]}")
+    return parse_placement_log(child.output())
