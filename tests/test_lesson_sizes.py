@@ -4,16 +4,15 @@ import re
 
 import pytest
 
-from tflearn_helpers import lesson_sizes as ls
-from tflearn_helpers import memory
+from tflearn_helpers import lesson_sizes, memory
 
 
-@pytest.mark.parametrize("shape", ls.SHAPES, ids=lambda s: s.name)
-@pytest.mark.parametrize("lesson", ls.LESSONS, ids=lambda lesson: lesson.number)
+@pytest.mark.parametrize("shape", lesson_sizes.SHAPES, ids=lambda s: s.name)
+@pytest.mark.parametrize("lesson", lesson_sizes.LESSONS, ids=lambda lesson: lesson.number)
 def test_every_lesson_fits_every_gpu_learners_have(lesson, shape):
-    fit = ls.fit_on_gpus(lesson, shape)
+    fit = lesson_sizes.fit_on_gpus(lesson, shape)
     assert fit.card_ok, f"lesson {lesson.number}: logical GPUs take over 90 % of {shape.name}"
-    assert fit.share <= ls.FRACTION, (
+    assert fit.share <= lesson_sizes.FRACTION, (
         f"lesson {lesson.number} on {shape.name}: predicted {fit.peak / memory.MiB:,.0f} MiB "
         f"per device, {fit.share:.0%} of {fit.limit / memory.MiB:,.0f} MiB: change {lesson.setting}"
     )
@@ -21,44 +20,46 @@ def test_every_lesson_fits_every_gpu_learners_have(lesson, shape):
 
 def test_the_old_gpu_settings_of_lessons_04_and_05_did_not_fit():
     # lesson 04: 2 logical GPUs of 6,144 MiB, 64 images of 224x224 per replica, Adam
-    resnet = ls.resnet50(224)
+    resnet = lesson_sizes.resnet50(224)
     old_04 = memory.mirrored(resnet, 128, 2, "adam").total
-    assert old_04 > ls.FRACTION * 6144 * memory.MiB
+    assert old_04 > lesson_sizes.FRACTION * 6144 * memory.MiB
     # lesson 05: 4 logical GPUs of 1,024 MiB, batch 64 at 224x224: GPipe's first stage
-    cuts = ls.pipeline_cuts(resnet, 4)
+    cuts = lesson_sizes.pipeline_cuts(resnet, 4)
     first = memory.pipeline(resnet, cuts, 64, 8, "gpipe", "momentum")[0].total
     assert first > 1024 * memory.MiB
 
 
 def test_pipeline_cuts_make_the_asked_number_of_stages():
-    resnet = ls.resnet50(32)
+    resnet = lesson_sizes.resnet50(32)
     for k in (2, 4):
-        cuts = ls.pipeline_cuts(resnet, k)
+        cuts = lesson_sizes.pipeline_cuts(resnet, k)
         assert len(cuts) == k - 1 and all(c.endswith("_out") for c in cuts)
 
 
 def test_shared_memory_fit_adds_every_device():
-    lesson = ls.LESSONS[0]
-    fit = ls.fit_on_shared_memory(lesson, 4, 10 * memory.MiB, "smoke")
+    lesson = lesson_sizes.LESSONS[0]
+    fit = lesson_sizes.fit_on_shared_memory(lesson, 4, 10 * memory.MiB, "smoke")
     assert fit.devices == 4 and fit.peak == sum(lesson.peaks("smoke", 4))
     assert not fit.fits  # 4 x 12 MiB of matrices in 10 MiB
-    assert ls.rows([fit])[0][-1] == "NO"
+    assert lesson_sizes.rows([fit])[0][-1] == "NO"
 
 
 def test_explain_says_peak_limit_and_setting():
-    text = ls.explain("04", 2, 6912)
+    text = lesson_sizes.explain("04", 2, 6912)
     assert "53%" in text and "6,912 MiB" in text and "per-replica batch" in text
 
 
 def test_lesson_04_peak_is_its_worst_step_with_the_models_it_keeps():
-    resnet = ls.resnet50(224)
-    strong = memory.one_device(resnet, ls.STRONG_GLOBAL_BATCH["gpu"], "momentum").total
-    training = memory.mirrored(resnet, 2 * ls.PER_REPLICA_BATCH["gpu"], 2, "adam").total
+    resnet = lesson_sizes.resnet50(224)
+    strong = memory.one_device(resnet, lesson_sizes.STRONG_GLOBAL_BATCH["gpu"], "momentum").total
+    training = memory.mirrored(resnet, 2 * lesson_sizes.PER_REPLICA_BATCH["gpu"], 2, "adam").total
     kept = 6 * resnet.parameter_bytes
-    assert max(ls.by_number("04").peaks("gpu", 2)) == kept + max(strong, training)
+    assert max(lesson_sizes.by_number("04").peaks("gpu", 2)) == kept + max(strong, training)
     # the old strong-scaling run (one device, 2 x 32 images) would not have fit
     old_strong = kept + memory.one_device(resnet, 64, "momentum").total
-    assert old_strong > ls.FRACTION * ls.by_number("04").gpu_memory_mb * memory.MiB
+    assert (
+        old_strong > lesson_sizes.FRACTION * lesson_sizes.by_number("04").gpu_memory_mb * memory.MiB
+    )
 
 
 def _assignments(cells: list[str]) -> dict[str, str]:
@@ -78,7 +79,7 @@ def _setup_and_sizes(notebook: str, number: str) -> dict[str, str]:
         if cell["cell_type"] == "code"
     ]
     limit = re.search(r"setup_course\(devices=(\d+), gpu_memory_mb=(\d+)[,)]", code[0])
-    lesson = ls.by_number(number)
+    lesson = lesson_sizes.by_number(number)
     assert limit and (int(limit[1]), int(limit[2])) == (lesson.devices, lesson.gpu_memory_mb)
     return _assignments(code)
 
@@ -95,19 +96,26 @@ def test_lesson_04_takes_its_sizes_from_lesson_sizes():
 
 def test_lesson_04_sizes_at_smoke_and_cpu_are_the_lessons_own():
     for profile in ("smoke", "cpu"):
-        assert ls.RESNET_IMAGE[profile] == 32 and ls.PER_REPLICA_BATCH[profile] == 16
-        assert ls.BN_PER_REPLICA_BATCH[profile] == ls.PER_REPLICA_BATCH[profile]
-    assert ls.STRONG_GLOBAL_BATCH == {"smoke": 2 * 64, "cpu": 2 * 16, "gpu": 32}
+        assert (
+            lesson_sizes.RESNET_IMAGE[profile] == 32
+            and lesson_sizes.PER_REPLICA_BATCH[profile] == 16
+        )
+        assert lesson_sizes.BN_PER_REPLICA_BATCH[profile] == lesson_sizes.PER_REPLICA_BATCH[profile]
+    assert lesson_sizes.STRONG_GLOBAL_BATCH == {"smoke": 2 * 64, "cpu": 2 * 16, "gpu": 32}
 
 
 def test_lesson_05_takes_its_sizes_from_lesson_sizes():
     sizes = _setup_and_sizes("05_resnet50_model_parallel.ipynb", "05")
     assert sizes["IMG"].startswith("pick(**lesson_sizes.PIPELINE_IMAGE)")
     assert sizes["BATCH"].startswith("pick(**lesson_sizes.PIPELINE_BATCH)")
-    assert f"gpu={ls.MICRO_BATCHES})" in sizes["MICRO"]
+    assert f"gpu={lesson_sizes.MICRO_BATCHES})" in sizes["MICRO"]
 
 
 def test_device_limits():
-    assert ls.device_limit_bytes("GPU", True, 3328, 4) == 3328 * memory.MiB
-    assert 0 < ls.device_limit_bytes("CPU", True, 1024, 4) <= ls.available_ram() // 4 + 2**20
-    assert ls.gpu_memory_mib() is None or ls.gpu_memory_mib() > 0
+    assert lesson_sizes.device_limit_bytes("GPU", True, 3328, 4) == 3328 * memory.MiB
+    assert (
+        0
+        < lesson_sizes.device_limit_bytes("CPU", True, 1024, 4)
+        <= lesson_sizes.available_ram() // 4 + 2**20
+    )
+    assert lesson_sizes.gpu_memory_mib() is None or lesson_sizes.gpu_memory_mib() > 0
