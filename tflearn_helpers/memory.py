@@ -26,6 +26,8 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
+from . import validate
+
 __all__ = [
     "DeviceOutOfMemoryError",
     "Footprint",
@@ -346,5 +348,4 @@ def _count(shape) -> int:
 
 def _check_positive(**values) -> None:
     for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        validate.whole_number(name, value, minimum=1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import report
+from . import report, validate
 
 __all__ = ["HEADERS", "STRATEGIES", "StrategyRow", "figures", "missing", "rows"]
 
@@ -103,8 +103,7 @@ def figures(strategy: StrategyRow, store: dict[str, dict] | None = None) -> dict
 def rows(max_figures: int = 4, store: dict[str, dict] | None = None) -> list[tuple]:
     """One row per strategy; its last cell lists up to ``max_figures`` recorded figures,
     or says which lesson to run when none were recorded here."""
-    if isinstance(max_figures, bool) or not isinstance(max_figures, int) or max_figures < 1:
-        raise ValueError(f"max_figures must be a whole number >= 1, got {max_figures!r}")
+    validate.whole_number("max_figures", max_figures, minimum=1)
     store = report.recorded_prefix("") if store is None else store
     out = []
     for s in STRATEGIES:
@@ -112,7 +111,7 @@ def rows(max_figures: int = 4, store: dict[str, dict] | None = None) -> list[tup
         if s.needs:
             cell = f"needs {s.needs}: not measured by this course"
         elif found:
-            shown = [f"{k}: {_fmt(v)}" for k, v in list(found.items())[:max_figures]]
+            shown = [f"{k}: {report.format_value(v)}" for k, v in list(found.items())[:max_figures]]
             more = len(found) - len(shown)
             cell = "; ".join(shown) + (f" (+{more} more)" if more else "")
         else:
@@ -125,7 +124,3 @@ def missing(store: dict[str, dict] | None = None) -> list[str]:
     """Names of the strategies with no figure recorded on this machine."""
     store = report.recorded_prefix("") if store is None else store
     return [s.name for s in STRATEGIES if not s.needs and not figures(s, store)]
-
-
-def _fmt(value) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)

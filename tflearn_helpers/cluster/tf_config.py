@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import re
 
+from ..validate import is_whole_number
+
 __all__ = ["JOBS", "TFConfigError", "build", "validate"]
 
 JOBS = ("chief", "worker", "ps", "evaluator")
@@ -65,7 +67,7 @@ def validate(config) -> dict:
             f'TF_CONFIG["task"]["type"] = {task_type!r} is not a job of the cluster '
             f"({', '.join(cluster)})"
         )
-    if isinstance(index, bool) or not isinstance(index, int):
+    if not is_whole_number(index):
         raise TFConfigError(f'TF_CONFIG["task"]["index"] must be an integer, got {index!r}')
     if not 0 <= index < len(cluster[task_type]):
         raise TFConfigError(

@@ -5,6 +5,7 @@ Hints say what is wrong with an answer, never what the right one is.
 
 from __future__ import annotations
 
+from .. import validate
 from ..checks import exercise
 
 __all__ = [
@@ -91,7 +92,7 @@ def per_worker_training(answer, coordinator, spec, steps=30):
 @exercise("02.3")
 def reexecution_bound(answer):
     """The most extra executions the scenario in the solution notebook allows."""
-    if isinstance(answer, bool) or not isinstance(answer, int):
+    if not validate.is_whole_number(answer):
         return "answer with a whole number of executions"
     if answer == 5:
         return "the bound counts interruptions, not the workers in the cluster"

@@ -8,6 +8,7 @@ model, and runs one training step. Hints say what is wrong, never where to cut.
 
 from __future__ import annotations
 
+from .. import validate
 from ..checks import exercise
 from ..measure import pipeline_bubble
 from ..placement import compute_op_counts, parameters_per_device
@@ -119,7 +120,7 @@ def _check_training(stages, train_step, model):
 @exercise("05.2")
 def micro_batches_for_bubble(answer):
     """The fewest micro-batches that keep a 4-stage pipeline idle at most 10 % of the time."""
-    if isinstance(answer, bool) or not isinstance(answer, int) or answer < 1:
+    if not validate.is_whole_number(answer) or answer < 1:
         return "answer with a whole number of micro-batches (at least 1)"
     bubble = pipeline_bubble(4, answer)
     if bubble > 0.10:
