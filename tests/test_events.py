@@ -47,3 +47,29 @@ def test_a_child_s_events_are_read_while_it_runs():
         assert (
             cluster.events.wait_for(child.output, "up", timeout=60, depends_on=[child])["pid"] == 1
         )
+
+
+def _python(code: str, **options) -> cluster.processes.Child:
+    return cluster.processes.start([sys.executable, "-u", "-c", code], **options)
+
+
+def test_result_reads_the_last_result_event_and_keeps_stderr_apart():
+    child = _python(
+        "import sys; from tflearn_helpers import cluster; print('noise'); "
+        "cluster.events.emit('result', value=[0]); cluster.events.emit('result', value=[1, 2]); "
+        "print('note', file=sys.stderr)",
+        merge_stderr=False,
+    )
+    value, err = cluster.events.result(child, 30, "a child")
+    assert value == [1, 2] and "note" in err and "note" not in child.output()
+
+
+def test_a_failing_silent_or_hanging_child_is_reported_and_stopped():
+    with pytest.raises(RuntimeError, match=r"a child failed \(exit code 3\)"):
+        cluster.events.result(_python("raise SystemExit(3)"), 30, "a child")
+    with pytest.raises(RuntimeError, match="a child reported no result"):
+        cluster.events.result(_python("print('[1, 2]')"), 30, "a child")
+    slow = _python("import time; time.sleep(60)")
+    with pytest.raises(TimeoutError, match="over 1 s"):
+        cluster.events.result(slow, 1, "a child")
+    assert not slow.running()  # killed, not left running

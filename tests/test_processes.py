@@ -19,24 +19,6 @@ def _gone(pid: int) -> bool:
     return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
-def test_reads_the_last_line_as_json_and_keeps_stderr_apart():
-    child = _python(
-        "import sys; print('noise'); print('[1, 2]'); print('note', file=sys.stderr)",
-        merge_stderr=False,
-    )
-    data, err = cluster.processes.read(child, 30, "a child")
-    assert data == [1, 2] and "note" in err and "note" not in child.output()
-
-
-def test_a_failing_or_hanging_child_is_reported_and_stopped():
-    with pytest.raises(RuntimeError, match="a child failed"):
-        cluster.processes.read(_python("raise SystemExit(3)"), 30, "a child")
-    slow = _python("import time; time.sleep(60)")
-    with pytest.raises(TimeoutError, match="over 1 s"):
-        cluster.processes.read(slow, 1, "a child")
-    assert not slow.running()  # killed, not left running
-
-
 def test_with_stops_the_child_and_its_own_children():
     with _python(
         """

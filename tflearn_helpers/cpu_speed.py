@@ -1,20 +1,19 @@
 """oneDNN on or off: time a training step both ways (lesson 00, benchmarks/cpu_onednn.py).
 
 ``TF_ENABLE_ONEDNN_OPTS`` is read once, when TensorFlow is imported, so each setting runs
-in its own fresh process (``python -m tflearn_helpers.cpu_speed`` prints its step times as
-JSON). ``compare()`` runs the settings side by side, CPU only, and returns each
+in its own fresh process (``python -m tflearn_helpers.cpu_speed`` reports its step times as
+a "result" event). ``compare()`` runs the settings side by side, CPU only, and returns each
 one's timing and whether TensorFlow reported oneDNN on in that process.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from dataclasses import dataclass
 
-from .cluster import processes
+from .cluster import events, processes
 from .measure import Timing, time_steps
 
 __all__ = [
@@ -125,7 +124,7 @@ def _start(cmd, flag: str | None, core: int | None) -> processes.Child:
 
 
 def _finish(name: str, proc: processes.Child, timeout: float) -> Run:
-    samples, err = processes.read(proc, timeout, f"the {name!r} run")
+    samples, err = events.result(proc, timeout, f"the {name!r} run")
     return Run(Timing(tuple(samples)), ONEDNN_BANNER in err)
 
 
@@ -137,7 +136,7 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=5)
     args = parser.parse_args(argv)
     timing = time_training_steps(args.model, args.image_size, args.batch, args.steps)
-    print(json.dumps(list(timing.samples)))
+    events.emit("result", value=list(timing.samples))
     return 0
 
 

@@ -2,7 +2,7 @@
 
 ``python -m tflearn_helpers.memory_probe --batch 16`` builds a model, builds its optimizer,
 runs one compiled training step (tracing), resets the allocator's statistics, runs timed
-steps and prints one JSON line: the peak bytes ``tf.config.experimental.get_memory_info``
+steps and reports a "result" event: the peak bytes ``tf.config.experimental.get_memory_info``
 saw during a step, and the step times. On the CPU the allocator reports only when
 ``TF_CPU_ALLOCATOR_USE_BFC=true`` was set before TensorFlow loaded, so ``measure`` starts
 each run as a child process with it (a fresh process also starts from a clean allocator).
@@ -12,11 +12,10 @@ Lesson 00 writes the same program in one of its cells.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import dataclass
 
-from .cluster import processes
+from .cluster import events, processes
 
 __all__ = ["BFC_ENV", "Probe", "measure", "result", "run_here"]
 
@@ -92,7 +91,7 @@ def measure(
 
 def result(proc: processes.Child) -> Probe:
     """Wait for a child started by :func:`measure` and read its measurement."""
-    data, _ = processes.read(proc, proc.timeout, "memory probe")
+    data, _ = events.result(proc, proc.timeout, "memory probe")
     return Probe(data["peak"], tuple(data["step_seconds"]))
 
 
@@ -108,7 +107,7 @@ def main(argv=None) -> int:
     probe = run_here(
         args.model, args.image_size, args.batch, args.policy, args.optimizer, args.steps
     )
-    print(json.dumps({"peak": probe.peak, "step_seconds": list(probe.step_seconds)}))
+    events.emit("result", value={"peak": probe.peak, "step_seconds": list(probe.step_seconds)})
     return 0
 
 

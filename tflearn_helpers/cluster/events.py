@@ -3,7 +3,8 @@
 The program calls ``emit("kind", field=value, ...)``, which prints one line
 ``TFLEARN_EVENT {"kind": ..., ...}``; the notebook reads the program's log with ``parse``,
 or waits for a line with ``wait_for`` (built on :func:`processes.wait_until`, so it has a
-timeout and stops early when the program dies). Nothing here imports TensorFlow.
+timeout and stops early when the program dies). A measuring program reports its figure with
+``emit("result", value=...)``, collected by ``result``. Nothing here imports TensorFlow.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable, Iterable
 
 from . import processes
 
-__all__ = ["TAG", "emit", "line", "parse", "wait_for"]
+__all__ = ["TAG", "emit", "line", "parse", "result", "wait_for"]
 
 TAG = "TFLEARN_EVENT"
 
@@ -64,3 +65,21 @@ def wait_for(
         return next((e for e in parse(read_log()) if accepts(e)), None)
 
     return processes.wait_until(found, timeout, what, depends_on=depends_on, poll=0.1)
+
+
+def result(child: processes.Child, timeout: float, what: str):
+    """(the ``value`` of the child's last "result" event, its stderr) once it has exited.
+
+    Stops it and raises TimeoutError after ``timeout`` s; RuntimeError when it fails or
+    reported no result.
+    """
+    try:
+        code = child.wait(timeout)
+    except TimeoutError:
+        child.stop(grace=0)
+        raise TimeoutError(f"{what} took over {timeout:.0f} s") from None
+    found = parse(child.output(), "result")
+    if code != 0 or not found:
+        reason = f"failed (exit code {code})" if code != 0 else "reported no result"
+        raise RuntimeError(f"{what} {reason}:\n{child.errors()[-2000:]}")
+    return found[-1]["value"], child.errors()

@@ -7,14 +7,13 @@ interpreter exits (``atexit``), and, on Linux, by the kernel's death signal
 (``PR_SET_PDEATHSIG``) even when this process is killed. Linux sends that signal when the
 *thread* that started the child ends: start children from the main thread, as notebook
 cells do. ``wait_until`` is the one poll loop: it always has a timeout and says what it
-waited for. ``read`` collects a measuring child that prints one JSON value on its last line.
+waited for. What a child reports travels as events (:mod:`.events`).
 """
 
 from __future__ import annotations
 
 import atexit
 import ctypes
-import json
 import os
 import signal
 import subprocess
@@ -24,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-__all__ = ["Child", "ProcessExitedError", "read", "start", "stop_all", "wait_until"]
+__all__ = ["Child", "ProcessExitedError", "start", "stop_all", "wait_until"]
 
 _LIVE: set[Child] = set()  # the one teardown registry (emptied by stop_all at exit)
 TIMEOUT_HINT = "If the machine is busy, give it a longer timeout; otherwise read the log above."
@@ -176,21 +175,6 @@ def wait_until(
             tails = "".join("\n" + c.tail() for c in children)
             raise TimeoutError(f"waited {timeout:.0f} s for {what}. {hint}{tails}")
         time.sleep(poll)
-
-
-def read(child: Child, timeout: float, what: str):
-    """(the child's last stdout line as JSON, its stderr); stops it after ``timeout`` s.
-
-    Raises TimeoutError when it takes longer, RuntimeError when it fails.
-    """
-    try:
-        code = child.wait(timeout)
-    except TimeoutError:
-        child.stop(grace=0)
-        raise TimeoutError(f"{what} took over {timeout:.0f} s") from None
-    if code != 0:
-        raise RuntimeError(f"{what} failed:\n{child.errors()[-2000:]}")
-    return json.loads(child.output().strip().splitlines()[-1]), child.errors()
 
 
 @atexit.register
