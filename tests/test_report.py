@@ -17,6 +17,24 @@ def test_table_rejects_ragged_rows():
         report.format_table([(1, 2)], ("only",))
 
 
+def test_print_table_shows_a_dataframe_as_text_outside_a_notebook(capsys):
+    report.print_table([("a", 1.23456), ("bbb", 2)], ("name", "value"))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["name", "value"] and lines[1].split() == ["a", "1.235"]
+    with pytest.raises(ValueError, match="2 cells"):
+        report.print_table([(1, 2)], ("only",))
+
+
+def test_print_table_sends_html_and_text_in_a_notebook(monkeypatch):
+    shown = []
+    monkeypatch.setattr(report, "_in_ipython", lambda: True)
+    monkeypatch.setattr("IPython.display.display", lambda data, raw: shown.append(data))
+    report.print_table([("a", 1)], ("name", "value"))
+    (data,) = shown
+    assert "<table" in data["text/html"] and "<th>name</th>" in data["text/html"]
+    assert data["text/plain"].split() == ["name", "value", "a", "1"]
+
+
 def test_headline_prints_and_appends_when_the_runner_asks(tmp_path, monkeypatch, capsys):
     sink = tmp_path / "h.jsonl"
     monkeypatch.setenv(report.HEADLINES_ENV, str(sink))

@@ -1,4 +1,8 @@
-"""Printing results: plain-text tables and headline figures (used by every lesson).
+"""Printing results: tables and headline figures (used by every lesson).
+
+``print_table`` shows a pandas DataFrame: an HTML table in a notebook (JupyterLab, Colab,
+VS Code, the rendered course), plain text in a terminal. ``format_table`` is the plain text
+the course's own commands print (``doctor``, the course runner).
 
 A headline is a figure a lesson wants on the course's summary page (``make course``):
 ``headline("images/s on 4 devices", 123.4)`` prints it and, when the course runner
@@ -52,8 +56,29 @@ def format_table(rows: Iterable[Sequence], headers: Sequence[str]) -> str:
 
 
 def print_table(rows: Iterable[Sequence], headers: Sequence[str]) -> None:
-    """Print ``format_table(rows, headers)``."""
-    print(format_table(rows, headers))
+    """Show the rows as a table: a DataFrame, as HTML in a notebook and as text elsewhere."""
+    import pandas as pd
+
+    cells = [[format_value(v) for v in row] for row in rows]
+    for row in cells:
+        if len(row) != len(headers):
+            raise ValueError(f"row {row} has {len(row)} cells, headers have {len(headers)}")
+    frame = pd.DataFrame(cells, columns=list(headers))
+    text = frame.to_string(index=False)
+    if _in_ipython():
+        from IPython.display import display
+
+        display({"text/html": frame.to_html(index=False), "text/plain": text}, raw=True)
+    else:
+        print(text)
+
+
+def _in_ipython() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return get_ipython() is not None
 
 
 def headline(label: str, value, unit: str = "") -> None:
