@@ -18,9 +18,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: no lock (a learner runs one notebook at a time there)
+    fcntl = None
 
 __all__ = [
     "HEADLINES_ENV",
@@ -126,14 +132,23 @@ def results_path() -> Path:
 
 
 def record(key: str, value: float, **context) -> None:
-    """Keep a measured figure (with when and where it was measured) for later lessons."""
+    """Keep a measured figure (with when and where it was measured) for later lessons.
+
+    Safe when several notebooks record at once (two kernels, two helpers' test runs): the
+    read-modify-write holds a lock on ``<store>.lock`` (POSIX), and the new store is written
+    to a file of its own before it replaces the old one, so a reader never sees half a file.
+    """
     path = results_path()
-    data = _load(path)
-    data[key] = {"value": value, "time": time.time(), **context}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    tmp.replace(path)
+    with open(path.with_suffix(".lock"), "a") as lock:
+        if fcntl:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        data = _load(path)
+        data[key] = {"value": value, "time": time.time(), **context}
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(data, indent=1, sort_keys=True))
+        os.replace(tmp, path)
 
 
 def recorded(key: str) -> dict | None:
