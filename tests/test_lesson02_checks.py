@@ -13,12 +13,16 @@ SCENARIO = textwrap.dedent(
     import json
     import tensorflow as tf
     from tflearn_helpers import cluster
-    from tflearn_helpers import datasets, parameter_server
+    from tflearn_helpers import datasets
     from tflearn_helpers.checks import _evaluate
 
     spec = cluster.local_cluster_spec(workers=2, ps=1, chief=True)
     servers = cluster.in_process_servers(spec)
-    strategy, coordinator = parameter_server.make_strategy(spec)
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(spec), task_type="chief", task_id=0, rpc_layer="grpc"
+    )
+    strategy = tf.distribute.ParameterServerStrategy(resolver)
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
 
 
     def dataset_fn():

@@ -1,9 +1,16 @@
-"""Unit tests for tflearn_helpers.parameter_server (no TensorFlow cluster: lesson 02 runs those)."""
+"""Unit tests for tflearn_helpers.parameter_server (no TensorFlow cluster: lesson 02 runs it),
+and the check that the package's copies of lesson 02's code are that code."""
+
+import ast
+import inspect
+import json
+from pathlib import Path
 
 import pytest
 
-from tflearn_helpers import parameter_server
+from tflearn_helpers import datasets, parameter_server
 
+LESSON_02 = Path(__file__).resolve().parents[1] / "notebooks" / "02_parameter_server_strategy.ipynb"
 SPEC = {
     "chief": ["localhost:1000"],
     "worker": ["localhost:1001", "localhost:1002"],
@@ -14,60 +21,70 @@ SPEC = {
 @pytest.mark.parametrize(
     "bad", [None, [], {"worker": ["localhost:1"]}, {"chief": ["a:1"], "ps": ["b:2"]}]
 )
-def test_make_strategy_needs_chief_worker_and_ps(bad):
+def test_measure_workers_needs_chief_worker_and_ps(bad):
     with pytest.raises((TypeError, ValueError), match="cluster"):
-        parameter_server.make_strategy(bad)
-
-
-@pytest.mark.parametrize("shards", [-1, 1.5, True, "2"])
-def test_make_strategy_rejects_bad_shards(shards):
-    with pytest.raises(ValueError, match="shards"):
-        parameter_server.make_strategy(SPEC, shards=shards)
-
-
-def test_sub_cluster_keeps_ps_and_takes_a_fresh_chief():
-    sub = parameter_server.sub_cluster(SPEC, 1)
-    assert sub["worker"] == ["localhost:1001"] and sub["ps"] == SPEC["ps"]
-    assert sub["chief"] != SPEC["chief"] and sub["chief"][0].startswith("localhost:")
-    assert SPEC["worker"] == ["localhost:1001", "localhost:1002"]  # the input is not changed
-
-
-@pytest.mark.parametrize("workers", [0, 3, 1.0, True])
-def test_sub_cluster_rejects_bad_worker_counts(workers):
-    with pytest.raises(ValueError, match="workers"):
-        parameter_server.sub_cluster(SPEC, workers)
-
-
-def test_worker_ids_needs_a_coordinator():
-    with pytest.raises(TypeError, match="ClusterCoordinator"):
-        parameter_server.worker_ids(object())
-
-
-def test_step_audit_counts_lost_and_extra_steps():
-    clean = parameter_server.StepAudit(scheduled=40, applied=40, in_flight_bound=1)
-    assert (clean.lost, clean.extra, clean.within_bound) == (0, 0, True)
-    rerun = parameter_server.StepAudit(scheduled=40, applied=41, in_flight_bound=1)
-    assert (rerun.lost, rerun.extra, rerun.within_bound) == (0, 1, True)
-    too_many = parameter_server.StepAudit(scheduled=40, applied=43, in_flight_bound=1)
-    assert too_many.extra == 3 and not too_many.within_bound
-    lost = parameter_server.StepAudit(scheduled=40, applied=38, in_flight_bound=1)
-    assert lost.lost == 2 and lost.extra == 0
-
-
-@pytest.mark.parametrize("field", ["scheduled", "applied", "in_flight_bound"])
-@pytest.mark.parametrize("value", [-1, 2.0, None, True])
-def test_step_audit_rejects_bad_counts(field, value):
-    kwargs = {"scheduled": 1, "applied": 1, "in_flight_bound": 1, field: value}
-    with pytest.raises(ValueError, match=field):
-        parameter_server.StepAudit(**kwargs)
+        parameter_server.measure_workers(bad, 1, steps=4, work=1)
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"steps": 0}, {"steps": 4, "warmup": -1}, {"steps": 4, "work": 0}]
+    ("n", "kwargs", "name"),
+    [
+        (0, {"steps": 4, "work": 1}, "n"),
+        (3, {"steps": 4, "work": 1}, "n"),
+        (1, {"steps": 0, "work": 1}, "steps"),
+        (1, {"steps": 4, "work": 0}, "work"),
+        (1, {"steps": 2.5, "work": 1}, "steps"),
+    ],
 )
-def test_measure_workers_rejects_bad_sizes(kwargs):
-    with pytest.raises(ValueError, match="need steps"):
-        parameter_server.measure_workers(SPEC, 1, **kwargs)
+def test_measure_workers_rejects_bad_sizes(n, kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        parameter_server.measure_workers(SPEC, n, **kwargs)
+
+
+# -- one source: the package's copies of code lesson 02 teaches ------------------------------
+def _taught_body(node: ast.FunctionDef) -> str:
+    """A function's statements without its docstring, its imports and its argument checks
+    (``validate.*`` and ``_check_*`` calls: the package checks input, a lesson need not)."""
+
+    def kept(stmt):
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            return False
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            return False  # the docstring
+        if isinstance(stmt, ast.Expr | ast.Assign) and isinstance(stmt.value, ast.Call):
+            called = ast.unparse(stmt.value.func)
+            return not (called.startswith("validate.") or called.startswith("_check_"))
+        return True
+
+    return ast.dump(ast.Module([s for s in node.body if kept(s)], []))
+
+
+def _lesson_function(name: str) -> ast.FunctionDef:
+    cells = json.loads(LESSON_02.read_text())["cells"]
+    sources = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    found = [
+        node
+        for src in sources
+        if "%" not in src  # not the setup cell, nor a program written to a file (%%writefile)
+        for node in ast.parse(src).body
+        if isinstance(node, ast.FunctionDef) and node.name == name
+    ]
+    assert len(found) == 1, f"lesson 02 should define {name} once, found {len(found)}"
+    return found[0]
+
+
+@pytest.mark.parametrize(
+    "helper",
+    [parameter_server.measure_workers, datasets.regression_batches, datasets.regression_model],
+)
+def test_helpers_are_the_code_lesson_02_teaches(helper):
+    package = ast.parse(inspect.getsource(helper)).body[0]
+    lesson = _lesson_function(helper.__name__)
+    assert _taught_body(package) == _taught_body(lesson), (
+        f"{helper.__module__}.{helper.__name__} differs from lesson 02's {helper.__name__}: "
+        "change both, or neither"
+    )
+    assert "Lesson 02 defines it" in helper.__doc__ or "lesson 02 defines it" in helper.__doc__
 
 
 # -- lesson 02's exercise checks (tflearn_helpers/exercise_checks/lesson02.py) --------------

@@ -203,7 +203,8 @@ def teacher_classes(
 
 
 def regression_batches(batch: int, *, seed: int = 0, repeat: bool = True):
-    """A tf.data pipeline of a noisy linear regression with 8 features (lesson 02).
+    """A tf.data pipeline of a noisy linear regression with 8 features (lesson 02 defines it;
+    tests/test_parameter_server.py checks this is the lesson's code).
 
     The same 1024 examples every call with the same ``seed``, shuffled, in batches of
     ``batch``; ``repeat`` makes it endless.
@@ -219,7 +220,10 @@ def regression_batches(batch: int, *, seed: int = 0, repeat: bool = True):
 
 
 def regression_model():
-    """A small MLP for :func:`regression_batches` (``tf.keras``: tf_keras when chosen)."""
+    """A small MLP for :func:`regression_batches` (``tf.keras``: tf_keras when chosen).
+
+    Lesson 02 defines it; tests/test_parameter_server.py checks this is the lesson's code.
+    """
     import tensorflow as tf
 
     return tf.keras.Sequential(
