@@ -2,9 +2,16 @@
 
 Starts JupyterLab on loopback (random free port, a token) over a scratch copy of the
 notebooks, clicks Run > Run All Cells in Debian's chromium (driven by selenium through
-chromedriver), and checks that every code cell ran, no cell shows an error and the
-device table is on the page. A screenshot goes to build/browser/. `make test` installs
-chromium and chromium-driver when they are missing.
+chromedriver), and checks that every code cell ran, no cell shows an error, and a notebook
+that draws shows its pictures (every image decoded). A screenshot goes to build/browser/.
+`make test` installs chromium and chromium-driver when they are missing.
+
+Which notebooks: lesson 00 and exercise 00 every time, plus one of the other lessons that
+draw (plots: found in their code by tools/nbtools.draws), chosen from the commit under test
+(tools/nbtools.rotating_sample), so each commit runs the same one and successive commits go
+round them all. TFLEARN_BROWSER_LESSONS=all runs every drawing lesson; =03,05 runs those.
+The file prints what it ran. CI time budget: about 4 min on 2 cores (server and browser
+~20 s, lesson 00 and exercise 00 ~1 min, one lesson ~1-2 min at smoke).
 """
 
 from __future__ import annotations
@@ -24,8 +31,39 @@ import portpicker
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import nbtools  # noqa: E402
+
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 RUN_TIMEOUT = 420  # seconds for one notebook's Run All on a busy 2-core machine
+SAMPLE_ENV = "TFLEARN_BROWSER_LESSONS"
+ALWAYS = [
+    ("notebooks/00_devices_and_setup.ipynb", "logical device"),  # the device table
+    ("exercises/00_devices_and_setup.ipynb", "not attempted"),  # unfilled, runs to the end
+]
+
+
+def _commit() -> str:
+    """The commit under test, or today's date outside a git checkout."""
+    got = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True)
+    return got.stdout.decode().strip() or time.strftime("%Y-%m-%d", time.gmtime())
+
+
+def chosen() -> list[tuple[str, str | None]]:
+    """ALWAYS, plus the drawing lessons this run covers (see the module's docstring)."""
+    drawing = [p.name for p in nbtools.course_notebooks(("notebooks",)) if nbtools.draws(p)]
+    drawing = [n for n in drawing if not n.startswith("00_")]
+    wanted = os.environ.get(SAMPLE_ENV, "")
+    if wanted == "all":
+        picked = drawing
+    elif wanted:
+        picked = [n for n in drawing if n.startswith(tuple(wanted.split(",")))]
+    else:
+        picked = nbtools.rotating_sample(drawing, _commit())
+    return ALWAYS + [(f"notebooks/{n}", None) for n in picked]
+
+
+CHOSEN = chosen()
 
 if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
     pytest.fail(  # never a silent skip: `make test` installs them
@@ -90,13 +128,18 @@ def browser(tmp_path_factory):
         driver.quit()
 
 
-@pytest.mark.parametrize(
-    "notebook, must_show",
-    [
-        ("notebooks/00_devices_and_setup.ipynb", "logical device"),  # the device table
-        ("exercises/00_devices_and_setup.ipynb", "not attempted"),  # unfilled, runs to the end
-    ],
-)
+@pytest.fixture(scope="module", autouse=True)
+def say_which(request):
+    """Print the notebooks this run covers, whatever pytest's capture and verbosity."""
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    how = os.environ.get(SAMPLE_ENV) or f"one drawing lesson chosen by commit {_commit()[:10]}"
+    line = f"browser test ({how}): " + ", ".join(nb for nb, _ in CHOSEN)
+    if reporter:
+        reporter.write_line(line)
+    yield
+
+
+@pytest.mark.parametrize("notebook, must_show", CHOSEN)
 def test_run_all_cells_in_jupyterlab(lab, browser, notebook, must_show):
     url, token = lab
     name = Path(notebook).stem + "-" + Path(notebook).parent.name
@@ -111,13 +154,28 @@ def test_run_all_cells_in_jupyterlab(lab, browser, notebook, must_show):
     finally:
         browser.save_screenshot(str(shots / f"{name}.png"))
 
-    errors = browser.find_elements(
-        By.CSS_SELECTOR, ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.error']"
-    )
-    assert not errors, [e.text[-600:] for e in errors]
+    errors = _errors(browser)
+    assert not errors, errors
     prompts = _prompts(browser)
-    assert prompts and all(p.strip("[]: ").isdigit() for p in prompts), prompts
-    assert must_show in browser.find_element(By.CSS_SELECTOR, ".jp-Notebook").text
+    not_run = {i + 1: p for i, p in enumerate(prompts) if not p.strip("[]: ").isdigit()}
+    dialogs = [d.text for d in browser.find_elements(By.CSS_SELECTOR, ".jp-Dialog")]
+    assert prompts and not not_run, f"code cells not run: {not_run}; dialogs: {dialogs}"
+    if must_show:
+        assert must_show in browser.find_element(By.CSS_SELECTOR, ".jp-Notebook").text
+    if nbtools.draws(ROOT / notebook):  # its pictures are on the page, and decoded
+        images = browser.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output img")
+        assert images, f"{notebook} draws, but no image is on the page"
+        sizes = [browser.execute_script("return arguments[0].naturalWidth", i) for i in images]
+        assert all(sizes), f"an image did not decode: widths {sizes}"
+
+
+def _errors(browser) -> list[str]:
+    """The tracebacks on the page. JupyterLab renders an error output with the stderr mime
+    type (it has no renderer for application/vnd.jupyter.error), so look for the traceback."""
+    return browser.execute_script(
+        "return Array.from(document.querySelectorAll('.jp-OutputArea-output'), e => e.textContent)"
+        ".filter(t => t.includes('Traceback (most recent call last)')).map(t => t.slice(-600))"
+    )
 
 
 def _run_all_cells(browser, tries: int = 3) -> None:
@@ -149,8 +207,12 @@ def _dialog_gone(browser) -> bool:
 
 
 def _prompts(browser) -> list[str]:
-    cells = browser.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell .jp-InputPrompt")
-    return [c.text.strip() for c in cells]
+    """Every code cell's prompt, read in one script call: JupyterLab re-renders cells while
+    it runs them, so elements found one call earlier can be gone (a stale element)."""
+    return browser.execute_script(
+        "return Array.from(document.querySelectorAll("
+        "'.jp-Notebook .jp-CodeCell .jp-InputPrompt'), e => e.textContent.trim())"
+    )
 
 
 def _run_ended(browser) -> bool:
@@ -161,8 +223,10 @@ def _run_ended(browser) -> bool:
 
 
 def _idle_kernel(browser) -> bool:
-    status = browser.find_elements(By.CSS_SELECTOR, ".jp-Notebook-ExecutionIndicator")
-    return bool(status) and status[0].get_attribute("data-status") == "idle"
+    return browser.execute_script(
+        "const s = document.querySelector('.jp-Notebook-ExecutionIndicator');"
+        "return s !== null && s.getAttribute('data-status') === 'idle'"
+    )
 
 
 def _die_with_parent() -> None:

@@ -85,3 +85,28 @@ def test_a_fork_repoints_every_badge_and_install_line_with_one_command(tmp_path)
         "colab.research.google.com/github/my-org/my-course/blob/main/exercises/"
         in setup.read_text()
     )
+
+
+def test_draws_finds_plots_in_code_cells_only(tmp_path):
+    def nb(*cells):
+        path = tmp_path / f"{len(list(tmp_path.iterdir()))}.ipynb"
+        nbformat.write(nbformat.v4.new_notebook(cells=list(cells)), str(path))
+        return path
+
+    code, text = nbformat.v4.new_code_cell, nbformat.v4.new_markdown_cell
+    assert nbtools.draws(nb(code("import matplotlib.pyplot as plt\nplt.show()")))
+    assert nbtools.draws(nb(code("from IPython.display import HTML")))
+    assert not nbtools.draws(nb(code("print(1)"), text("we could use plt.plot here")))
+
+
+def test_rotating_sample_is_fixed_by_its_key_and_goes_round():
+    items = ["01", "02", "03", "04", "05"]
+    assert nbtools.rotating_sample(items, "abc") == nbtools.rotating_sample(items, "abc")
+    firsts = {nbtools.rotating_sample(items, f"commit{i}")[0] for i in range(60)}
+    assert firsts == set(items), "successive keys reach every item"
+    two = nbtools.rotating_sample(items, "abc", k=2)
+    assert items.index(two[1]) == (items.index(two[0]) + 1) % 5
+    with pytest.raises(ValueError, match="cannot take"):
+        nbtools.rotating_sample(items, "abc", k=6)
+    with pytest.raises(ValueError, match="cannot take"):
+        nbtools.rotating_sample([], "abc")

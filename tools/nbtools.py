@@ -3,6 +3,7 @@ and the notebook contract (../shared/COURSE_DESIGN.md, "Notebook contract")."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import sys
@@ -269,6 +270,23 @@ def readability_table(paths=None) -> str:
     everything = set().union(*(r["names"] for r in rows))
     lines.append(f"\nacross the lessons: {len(everything)} distinct helper names")
     return "\n".join(lines)
+
+
+_PLOT_RE = re.compile(r"\bplt\.|matplotlib|IPython\.display|\bdisplay\(")
+
+
+def draws(path: Path) -> bool:
+    """Whether a notebook's code draws something other than text (a plot, an image, HTML)."""
+    return any(c.cell_type == "code" and _PLOT_RE.search(c.source) for c in read(path).cells)
+
+
+def rotating_sample(items: list, key: str, k: int = 1) -> list:
+    """``k`` consecutive items (wrapping round) starting at a place fixed by ``key``: the same
+    key (a commit) always gives the same sample, successive keys move it round the list."""
+    if not items or not 0 < k <= len(items):
+        raise ValueError(f"cannot take {k} of {len(items)} items")
+    start = int(hashlib.sha256(key.encode()).hexdigest(), 16) % len(items)
+    return [items[(start + i) % len(items)] for i in range(k)]
 
 
 if __name__ == "__main__":
