@@ -5,6 +5,8 @@
 #   make course  execute the whole course at the default scale into build/ (HTML + index)
 #   make lab     JupyterLab on the course
 #   make doctor  is this machine ready? (versions, devices, a 2-replica step, a gRPC round trip)
+#   make soak    Run All of every lesson, solution and unfilled exercise SOAK_RUNS times (5),
+#                two at a time, into a pass-rate table in build/soak/ (not part of make test)
 PYTHON ?= python3
 PYTHON_LEGACY ?= python3.11
 PYTHON_OLDEST ?= $(shell tools/find_python.sh 3.12)
@@ -17,7 +19,7 @@ PIP_FLAGS := -q --disable-pip-version-check
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 .PHONY: test unit notebooks run-all run-all-exercises run-all-oldest course lab doctor lint \
-	format exercises env legacy-env oldest-env browser-deps clean
+	format exercises env legacy-env oldest-env browser-deps soak clean
 
 env: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
@@ -92,6 +94,12 @@ course: env legacy-env
 
 lab: env legacy-env
 	$(BIN)/jupyter lab
+
+# Flakes show up only over many runs, on a busy machine: SOAK_RUNS=1 for a quick look.
+SOAK_RUNS ?= 5
+soak: env legacy-env
+	@echo "== soak: Run All of every notebook $(SOAK_RUNS) times, two at a time (plain nbclient)"
+	$(BIN)/python tools/soak.py --runs $(SOAK_RUNS)
 
 doctor: env
 	$(BIN)/python -m tflearn_helpers doctor

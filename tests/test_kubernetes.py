@@ -1,7 +1,6 @@
 import json
 
 import pytest
-import yaml
 
 from tflearn_helpers import cluster
 
@@ -54,19 +53,6 @@ def test_shared_volume_and_env_reach_every_pod():
         assert container["env"] == [{"name": "TF_USE_LEGACY_KERAS", "value": "1"}]
 
 
-def test_yaml_text_parses_back_to_the_same_manifest():
-    job = make(gpus_per_worker=1, shared_volume_claim="backups", env={"A": "x: y"})
-    assert yaml.safe_load(cluster.kubernetes.to_yaml(job)) == job
-    assert yaml.safe_load(
-        cluster.kubernetes.to_yaml({"a": [], "b": {}, "c": [1, [2, 3]], "d": None})
-    ) == {
-        "a": [],
-        "b": {},
-        "c": [1, [2, 3]],
-        "d": None,
-    }
-
-
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
@@ -84,11 +70,6 @@ def test_yaml_text_parses_back_to_the_same_manifest():
 def test_bad_input_is_refused_with_a_clear_message(kwargs, error, match):
     with pytest.raises(error, match=match):
         make(**kwargs)
-
-
-def test_to_yaml_refuses_values_it_cannot_write():
-    with pytest.raises(TypeError, match="cannot write"):
-        cluster.kubernetes.to_yaml({"a": object()})
 
 
 def test_pod_annotations_reach_every_template():
@@ -124,9 +105,6 @@ def test_indexed_job_and_headless_service_need_no_operator():
     assert container["resources"]["limits"]["nvidia.com/gpu"] == 1
     index_ref = container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"]
     assert "batch.kubernetes.io/job-completion-index" in index_ref
-    assert (
-        yaml.safe_load(cluster.kubernetes.to_yaml(job)) == job
-    )  # the YAML says exactly the manifest
 
 
 def test_every_pod_computes_a_valid_consistent_tf_config():
@@ -138,6 +116,12 @@ def test_every_pod_computes_a_valid_consistent_tf_config():
         (
             cluster.kubernetes.trainjob("mwms", 3, "reg/t:1", COMMAND),
             lambda m: m[1]["spec"]["trainer"]["env"],
+        ),
+        (
+            [cluster.kubernetes.jobset("mwms", 3, "reg/t:1", COMMAND)],
+            lambda m: _env(
+                m[0]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+            ),
         ),
     ):
         env = env_of(manifests)

@@ -1,4 +1,8 @@
-"""Printing results: plain-text tables and headline figures (used by every lesson).
+"""Printing results: tables and headline figures (used by every lesson).
+
+``print_table`` shows a pandas DataFrame: an HTML table in a notebook (JupyterLab, Colab,
+VS Code, the rendered course), plain text in a terminal. ``format_table`` is the plain text
+the course's own commands print (``doctor``, the course runner).
 
 A headline is a figure a lesson wants on the course's summary page (``make course``):
 ``headline("images/s on 4 devices", 123.4)`` prints it and, when the course runner
@@ -14,9 +18,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: no lock (a learner runs one notebook at a time there)
+    fcntl = None
 
 __all__ = [
     "HEADLINES_ENV",
@@ -52,8 +62,29 @@ def format_table(rows: Iterable[Sequence], headers: Sequence[str]) -> str:
 
 
 def print_table(rows: Iterable[Sequence], headers: Sequence[str]) -> None:
-    """Print ``format_table(rows, headers)``."""
-    print(format_table(rows, headers))
+    """Show the rows as a table: a DataFrame, as HTML in a notebook and as text elsewhere."""
+    import pandas as pd
+
+    cells = [[format_value(v) for v in row] for row in rows]
+    for row in cells:
+        if len(row) != len(headers):
+            raise ValueError(f"row {row} has {len(row)} cells, headers have {len(headers)}")
+    frame = pd.DataFrame(cells, columns=list(headers))
+    text = frame.to_string(index=False)
+    if _in_ipython():
+        from IPython.display import display
+
+        display({"text/html": frame.to_html(index=False), "text/plain": text}, raw=True)
+    else:
+        print(text)
+
+
+def _in_ipython() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return get_ipython() is not None
 
 
 def headline(label: str, value, unit: str = "") -> None:
@@ -101,14 +132,23 @@ def results_path() -> Path:
 
 
 def record(key: str, value: float, **context) -> None:
-    """Keep a measured figure (with when and where it was measured) for later lessons."""
+    """Keep a measured figure (with when and where it was measured) for later lessons.
+
+    Safe when several notebooks record at once (two kernels, two helpers' test runs): the
+    read-modify-write holds a lock on ``<store>.lock`` (POSIX), and the new store is written
+    to a file of its own before it replaces the old one, so a reader never sees half a file.
+    """
     path = results_path()
-    data = _load(path)
-    data[key] = {"value": value, "time": time.time(), **context}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    tmp.replace(path)
+    with open(path.with_suffix(".lock"), "a") as lock:
+        if fcntl:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        data = _load(path)
+        data[key] = {"value": value, "time": time.time(), **context}
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(data, indent=1, sort_keys=True))
+        os.replace(tmp, path)
 
 
 def recorded(key: str) -> dict | None:

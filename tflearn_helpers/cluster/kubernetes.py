@@ -1,5 +1,5 @@
 """Kubernetes manifests for a multi-worker job (taught in lesson 06). Nothing here talks to a
-cluster: it writes plain dicts, and ``to_yaml`` turns them into text for ``kubectl apply -f``.
+cluster: it writes plain dicts; ``yaml.safe_dump_all`` turns them into text for ``kubectl apply``.
 
 From the same worker list LocalCluster runs on localhost:
 
@@ -7,6 +7,9 @@ From the same worker list LocalCluster runs on localhost:
   pod reads its completion index (an annotation the Job controller sets) into ``TASK_INDEX``
   and its TF_CONFIG is written with ``$(TASK_INDEX)`` in it; the addresses are the pods'
   stable DNS names ``<job>-<index>.<service>``.
+- ``jobset``: a JobSet (kubernetes-sigs/jobset, v1alpha2): the same Indexed Job, inside a
+  JobSet whose failure policy recreates every worker when one pod fails, which is what a
+  MultiWorkerMirroredStrategy group needs (all restart from the checkpoint together).
 - ``trainjob``: Kubeflow Trainer v2 (``TrainJob`` on a plain ``TrainingRuntime``). Trainer v2
   has no built-in TensorFlow support (kubeflow/trainer#2699), so TF_CONFIG is set the same way.
 - ``tfjob``: the Kubeflow Training Operator v1 ``TFJob`` (legacy), whose operator writes
@@ -26,16 +29,17 @@ __all__ = [
     "API_VERSION",
     "KIND",
     "indexed_job",
+    "jobset",
     "pod_tf_config",
     "tf_config_env",
     "tfjob",
-    "to_yaml",
     "trainjob",
     "worker_addresses",
 ]
 
 API_VERSION = "kubeflow.org/v1"
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 LEGACY_NOTE = "legacy: Kubeflow Training Operator v1; see Kubeflow Trainer v2 (TrainJob)"
 KIND = "TFJob"
@@ -134,32 +138,80 @@ def indexed_job(
     shared_mount: str = "/shared",
     env: dict[str, str] | None = None,
 ) -> list[dict]:
-    """[headless Service, Indexed Job]: ``workers`` pods, pod i is TF_CONFIG task i."""
+    """[headless Service, Indexed Job]: ``workers`` pods, pod i is TF_CONFIG task i.
+
+    When a pod fails, the Job controller replaces only that pod (up to ``backoffLimit``): the
+    others stay inside their collective until its timeout, so the worker program must exit on
+    a collective error and every worker must restart from the checkpoint (lesson 06)."""
     addresses = worker_addresses(name, workers, port)
-    container = _container(name, image, command, gpus_per_worker, env, addresses)
-    container["ports"] = [{"containerPort": int(port)}]
-    pod = {"subdomain": name, "restartPolicy": "Never", "containers": [container]}
-    _mount(pod, container, shared_volume_claim, shared_mount)
-    labels = {"app": name}
+    job_spec = _indexed_spec(name, addresses, image, command, port, gpus_per_worker,
+                             shared_volume_claim, shared_mount, env)  # fmt: skip
+    job_spec["backoffLimit"] = 3
+    job_spec["template"]["spec"]["subdomain"] = name
     service = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"clusterIP": "None", "selector": labels, "ports": [{"port": int(port)}]},
+        "spec": {"clusterIP": "None", "selector": {"app": name}, "ports": [{"port": int(port)}]},
     }
     job = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "completionMode": "Indexed",
-            "completions": workers,
-            "parallelism": workers,  # every worker at once: they wait for each other
-            "backoffLimit": 3,  # a failed pod fails the step for all; they restart from checkpoints
-            "template": {"metadata": {"labels": labels}, "spec": pod},
-        },
+        "spec": job_spec,
     }
     return [service, job]
+
+
+def jobset(
+    name: str,
+    workers: int,
+    image: str,
+    command: list[str],
+    *,
+    port: int = 2222,
+    namespace: str = "default",
+    gpus_per_worker: int = 0,
+    max_restarts: int = 3,
+    shared_volume_claim: str | None = None,
+    shared_mount: str = "/shared",
+    env: dict[str, str] | None = None,
+) -> dict:
+    """A JobSet of one Indexed Job of ``workers`` pods; pod i is TF_CONFIG task i.
+
+    ``backoffLimit: 0`` makes one failed pod fail its Job, and the JobSet's failure policy then
+    recreates the whole group (up to ``max_restarts`` times): every worker restarts together
+    and restores the checkpoint. JobSet's DNS hostnames give each pod the stable name
+    ``<name>-worker-0-<i>.<name>`` (its own headless Service)."""
+    validate.whole_number("max_restarts", max_restarts, minimum=0)
+    addresses = worker_addresses(name, workers, port, host_format="{name}-worker-0-{i}.{name}")
+    job_spec = _indexed_spec(name, addresses, image, command, port, gpus_per_worker,
+                             shared_volume_claim, shared_mount, env)  # fmt: skip
+    job_spec["backoffLimit"] = 0  # a failed pod fails the Job: the JobSet restarts them all
+    return {
+        "apiVersion": JOBSET_API,
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "failurePolicy": {"maxRestarts": max_restarts},
+            "network": {"enableDNSHostnames": True},
+            "replicatedJobs": [{"name": "worker", "replicas": 1, "template": {"spec": job_spec}}],
+        },
+    }
+
+
+def _indexed_spec(name, addresses, image, command, port, gpus, claim, mount, env) -> dict:
+    """The spec of an Indexed Job with one pod per address, all running at once."""
+    container = _container(name, image, command, gpus, env, addresses)
+    container["ports"] = [{"containerPort": int(port)}]
+    pod = {"restartPolicy": "Never", "containers": [container]}
+    _mount(pod, container, claim, mount)
+    return {
+        "completionMode": "Indexed",
+        "completions": len(addresses),
+        "parallelism": len(addresses),  # every worker at once: they wait for each other
+        "template": {"metadata": {"labels": {"app": name}}, "spec": pod},
+    }
 
 
 def trainjob(
@@ -175,8 +227,9 @@ def trainjob(
     env: dict[str, str] | None = None,
 ) -> list[dict]:
     """[TrainingRuntime, TrainJob] for Kubeflow Trainer v2: a plain runtime (no ML policy
-    for TensorFlow exists), TF_CONFIG set from each pod's index as in ``indexed_job``. The
-    pods' names follow JobSet's ``<trainjob>-node-0-<index>.<trainjob>``."""
+    for TensorFlow exists), TF_CONFIG set from each pod's index as in ``indexed_job``. Trainer
+    v2 runs a JobSet built from the runtime's template, whose failure policy restarts the whole
+    group as in :func:`jobset`; pod i is ``<trainjob>-node-0-<i>.<trainjob>`` (JobSet names)."""
     addresses = worker_addresses(name, workers, port, host_format="{name}-node-0-{i}.{name}")
     container = _container("node", image, command, gpus_per_worker, env, addresses)
     runtime_spec = _training_runtime(_check_name(runtime), namespace, workers, image)
@@ -208,6 +261,7 @@ def _training_runtime(runtime: str, namespace: str, workers: int, image: str) ->
             "mlPolicy": {"numNodes": workers},
             "template": {
                 "spec": {
+                    "failurePolicy": {"maxRestarts": 3},  # one pod fails: all restart (JobSet)
                     "replicatedJobs": [
                         {
                             "name": "node",
@@ -224,7 +278,7 @@ def _training_runtime(runtime: str, namespace: str, workers: int, image: str) ->
                                 },
                             },
                         }
-                    ]
+                    ],
                 }
             },
         },
@@ -327,44 +381,3 @@ def _replica_spec(
     if annotations:
         template["metadata"] = {"annotations": {k: str(v) for k, v in annotations.items()}}
     return {"replicas": replicas, "restartPolicy": restart_policy, "template": template}
-
-
-def to_yaml(value, indent: int = 0) -> str:
-    """YAML text of plain dicts, lists, strings, numbers and booleans (no dependency)."""
-    pad = "  " * indent
-    if isinstance(value, dict):
-        if not value:
-            return pad + "{}\n"
-        out = []
-        for key, item in value.items():
-            if _is_scalar(item) or not item:
-                out.append(f"{pad}{key}: {_scalar(item)}\n")
-            else:
-                out.append(f"{pad}{key}:\n{to_yaml(item, indent + 1)}")
-        return "".join(out)
-    if isinstance(value, list):
-        out = []
-        for item in value:
-            if _is_scalar(item) or not item:
-                out.append(f"{pad}- {_scalar(item)}\n")
-            else:  # "- " then the item's first line, its other lines indented under it
-                body = to_yaml(item, indent + 1)
-                out.append(f"{pad}- {body[len(pad) + 2 :]}")
-        return "".join(out)
-    return pad + _scalar(value) + "\n"
-
-
-def _is_scalar(value) -> bool:
-    return value is None or isinstance(value, (str, int, float, bool))
-
-
-def _scalar(value) -> str:
-    if isinstance(value, (dict, list)):  # only empty ones get here
-        return "{}" if isinstance(value, dict) else "[]"
-    if isinstance(value, bool) or value is None:
-        return json.dumps(value)
-    if isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, str):
-        return json.dumps(value)  # a JSON string is a valid double-quoted YAML string
-    raise TypeError(f"cannot write {type(value).__name__} as YAML: {value!r}")
