@@ -25,12 +25,6 @@ def test_staleness_counts_other_workers_updates():
     assert log.staleness == [0, 1, 0]
 
 
-def test_rollbacks_find_a_restored_checkpoint():
-    log = _log(0, before=[28, 29, 20, 21], after=[29, 30, 21, 22])
-    assert between_graph_runs.rollbacks(log) == [(30, 20)]
-    assert between_graph_runs.rollbacks(_log(0, [0, 1], [1, 2])) == []
-
-
 def test_summarize_async_and_sync_logs():
     async_logs = [_log(0, [0, 2, 4, 6], [1, 3, 5, 7]), _log(1, [0, 1, 3, 5], [2, 4, 6, 8])]
     s = between_graph_runs.summarize(async_logs, warmup=1)

@@ -2,6 +2,8 @@
 
 import json
 
+import tensorflow as tf
+
 from tflearn_helpers.checks import RIGHT, WRONG, _evaluate
 
 CLUSTER = {
@@ -97,3 +99,99 @@ def test_01_4_runs_the_learners_graph_and_checks_placement():
     def stub(cluster, task): ...
 
     assert _evaluate("01.1", stub).status == "not attempted"
+
+
+# -- 01.5: the learner's synchronous worker, run on 1 ps + 2 worker processes --------------
+# Each answer is a module-level function: the check reads its source, as from a notebook cell.
+def sync_right(cluster, task, workers, x, y):
+    v1 = tf.compat.v1
+    setter = v1.train.replica_device_setter(
+        cluster=cluster, worker_device=f"/job:worker/task:{task}"
+    )
+    with v1.device(setter):
+        step = v1.train.get_or_create_global_step()
+        w = v1.get_variable("w", [10, 1], initializer=v1.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+        opt = v1.train.SyncReplicasOptimizer(
+            v1.train.GradientDescentOptimizer(0.1), workers, total_num_replicas=workers
+        )
+        train_op = opt.minimize(loss, global_step=step)
+    return loss, train_op, [opt.make_session_run_hook(is_chief=task == 0)]
+
+
+def sync_but_async(cluster, task, workers, x, y):  # no SyncReplicasOptimizer at all
+    v1 = tf.compat.v1
+    setter = v1.train.replica_device_setter(
+        cluster=cluster, worker_device=f"/job:worker/task:{task}"
+    )
+    with v1.device(setter):
+        step = v1.train.get_or_create_global_step()
+        w = v1.get_variable("w", [10, 1], initializer=v1.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+        train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+    return loss, train_op, []
+
+
+def sync_one_gradient(cluster, task, workers, x, y):  # aggregates 1 gradient per update
+    v1 = tf.compat.v1
+    setter = v1.train.replica_device_setter(
+        cluster=cluster, worker_device=f"/job:worker/task:{task}"
+    )
+    with v1.device(setter):
+        step = v1.train.get_or_create_global_step()
+        w = v1.get_variable("w", [10, 1], initializer=v1.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+        opt = v1.train.SyncReplicasOptimizer(
+            v1.train.GradientDescentOptimizer(0.1), 1, total_num_replicas=workers
+        )
+        train_op = opt.minimize(loss, global_step=step)
+    return loss, train_op, [opt.make_session_run_hook(is_chief=task == 0)]
+
+
+def sync_no_hook(cluster, task, workers, x, y):  # the chief never starts the aggregation
+    v1 = tf.compat.v1
+    setter = v1.train.replica_device_setter(
+        cluster=cluster, worker_device=f"/job:worker/task:{task}"
+    )
+    with v1.device(setter):
+        step = v1.train.get_or_create_global_step()
+        w = v1.get_variable("w", [10, 1], initializer=v1.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+        opt = v1.train.SyncReplicasOptimizer(
+            v1.train.GradientDescentOptimizer(0.1), workers, total_num_replicas=workers
+        )
+        train_op = opt.minimize(loss, global_step=step)
+    return loss, train_op, []
+
+
+def sync_on_the_worker(cluster, task, workers, x, y):  # no device setter: nothing on the ps
+    v1 = tf.compat.v1
+    step = v1.train.get_or_create_global_step()
+    w = v1.get_variable("w", [10, 1], initializer=v1.zeros_initializer())
+    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+    opt = v1.train.SyncReplicasOptimizer(
+        v1.train.GradientDescentOptimizer(0.1), workers, total_num_replicas=workers
+    )
+    return loss, opt.minimize(loss, global_step=step), [opt.make_session_run_hook(task == 0)]
+
+
+def sync_stub(cluster, task, workers, x, y): ...
+
+
+def test_01_5_runs_the_learners_sync_worker_on_a_local_cluster():
+    assert _evaluate("01.5", sync_stub).status == "not attempted"
+    assert _evaluate("01.5", sync_right).status == RIGHT
+    for answer, words in [
+        (sync_but_async, "asynchronous"),
+        (sync_one_gradient, "how many should it average?"),
+        (sync_on_the_worker, "not on a ps task"),
+    ]:
+        verdict = _evaluate("01.5", answer)
+        assert verdict.status == WRONG and words in verdict.message, (answer, verdict)
+        assert "SyncReplicasOptimizer" not in verdict.message  # a hint, not the answer
+
+
+def test_01_5_a_stalled_sync_run_is_wrong_not_a_hang():
+    verdict = _evaluate("01.5", sync_no_hook, 30, 20.0)  # 20 s, then the cluster is stopped
+    assert verdict.status == WRONG and "stalled" in verdict.message, verdict
+    assert "hook" not in verdict.message

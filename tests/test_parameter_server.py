@@ -1,16 +1,12 @@
 """Unit tests for tflearn_helpers.parameter_server (no TensorFlow cluster: lesson 02 runs it),
 and the check that the package's copies of lesson 02's code are that code."""
 
-import ast
-import inspect
-import json
-from pathlib import Path
-
 import pytest
+import taught_code
 
 from tflearn_helpers import datasets, parameter_server
 
-LESSON_02 = Path(__file__).resolve().parents[1] / "notebooks" / "02_parameter_server_strategy.ipynb"
+LESSON_02 = "02_parameter_server_strategy.ipynb"
 SPEC = {
     "chief": ["localhost:1000"],
     "worker": ["localhost:1001", "localhost:1002"],
@@ -42,49 +38,18 @@ def test_measure_workers_rejects_bad_sizes(n, kwargs, name):
 
 
 # -- one source: the package's copies of code lesson 02 teaches ------------------------------
-def _taught_body(node: ast.FunctionDef) -> str:
-    """A function's statements without its docstring, its imports and its argument checks
-    (``validate.*`` and ``_check_*`` calls: the package checks input, a lesson need not)."""
-
-    def kept(stmt):
-        if isinstance(stmt, ast.Import | ast.ImportFrom):
-            return False
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
-            return False  # the docstring
-        if isinstance(stmt, ast.Expr | ast.Assign) and isinstance(stmt.value, ast.Call):
-            called = ast.unparse(stmt.value.func)
-            return not (called.startswith("validate.") or called.startswith("_check_"))
-        return True
-
-    return ast.dump(ast.Module([s for s in node.body if kept(s)], []))
-
-
-def _lesson_function(name: str) -> ast.FunctionDef:
-    cells = json.loads(LESSON_02.read_text())["cells"]
-    sources = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
-    found = [
-        node
-        for src in sources
-        if "%" not in src  # not the setup cell, nor a program written to a file (%%writefile)
-        for node in ast.parse(src).body
-        if isinstance(node, ast.FunctionDef) and node.name == name
-    ]
-    assert len(found) == 1, f"lesson 02 should define {name} once, found {len(found)}"
-    return found[0]
-
-
 @pytest.mark.parametrize(
     "helper",
     [parameter_server.measure_workers, datasets.regression_batches, datasets.regression_model],
 )
 def test_helpers_are_the_code_lesson_02_teaches(helper):
-    package = ast.parse(inspect.getsource(helper)).body[0]
-    lesson = _lesson_function(helper.__name__)
-    assert _taught_body(package) == _taught_body(lesson), (
-        f"{helper.__module__}.{helper.__name__} differs from lesson 02's {helper.__name__}: "
-        "change both, or neither"
-    )
-    assert "Lesson 02 defines it" in helper.__doc__ or "lesson 02 defines it" in helper.__doc__
+    package = taught_code.taught_body(taught_code.package_definition(helper))
+    for lesson in taught_code.lesson_definitions(LESSON_02, helper.__name__):  # programs too
+        assert taught_code.taught_body(lesson) == package, (
+            f"{helper.__module__}.{helper.__name__} differs from lesson 02's {helper.__name__} "
+            f"(line {lesson.lineno} of its cell): change both, or neither"
+        )
+    assert "lesson 02 defines it" in helper.__doc__.lower()
 
 
 # -- lesson 02's exercise checks (tflearn_helpers/exercise_checks/lesson02.py) --------------

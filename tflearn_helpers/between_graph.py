@@ -2,84 +2,80 @@
 
 Each worker builds its own ``tf.Graph`` (between-graph replication): ``replica_device_setter``
 puts the variables on the ps tasks (round-robin in creation order) and the compute on that
-worker's device. This module builds that graph, reports the placement, gives non-chief
-workers a session that polls quickly for the chief and traces which device really ran
-which op (lesson 01 writes the training program itself).
+worker's device. This module holds the graph lesson 01's worker program builds, reports its
+placement (for lesson 01's exercises) and gives non-chief workers a session that polls
+quickly for the chief (the program's class, reused by the exercise checks' programs).
 :mod:`tflearn_helpers.between_graph_runs` runs the workers and measures them.
 """
 
 from __future__ import annotations
 
-import json
-
-import numpy as np
-
-from . import datasets
-
 __all__ = [
-    "CLASSES",
-    "FEATURES",
-    "HIDDEN",
-    "build_model",
-    "bytes_per_task",
-    "make_data",
+    "build_graph",
     "placement",
     "quick_worker_session_creator",
     "short_device",
-    "traced_ops",
 ]
 
-FEATURES, HIDDEN, CLASSES = 20, 32, 4
 
+def build_graph(cluster, task, mode="async", aggregate=0, workers=1):
+    """This worker's own graph: variables on the ps tasks, compute on this worker.
 
-def make_data(seed: int, batch: int) -> tuple[np.ndarray, np.ndarray]:
-    """A learnable batch of the lesson's sizes (datasets.teacher_classes), int64 labels."""
-    x, y = datasets.teacher_classes(batch, FEATURES, CLASSES, seed=seed)
-    return x, y.astype(np.int64)
-
-
-def build_model(task_index: int, num_ps: int, *, lr: float = 0.2, ps_strategy=None):
-    """Build one worker's asynchronous graph (call inside ``graph.as_default()``).
-
-    The same layers as lesson 01's worker program: variables placed on the ps tasks by
-    ``replica_device_setter``, compute on this worker. Returns a dict of its tensors and ops.
+    Lesson 01 defines it in its worker program; this is that function (tests/test_between_graph.py
+    compares the two). Call it inside ``graph.as_default()``.
     """
     import tensorflow as tf
 
     v1 = tf.compat.v1
-    if num_ps < 1 or task_index < 0:
-        raise ValueError(f"need num_ps >= 1 and task_index >= 0; got {num_ps}, {task_index}")
     setter = v1.train.replica_device_setter(
-        ps_tasks=num_ps, worker_device=f"/job:worker/task:{task_index}", ps_strategy=ps_strategy
+        cluster=cluster, worker_device=f"/job:worker/task:{task}"
     )
     with v1.device(setter):
         step = v1.train.get_or_create_global_step()
-        x = v1.placeholder(tf.float32, [None, FEATURES], name="x")
+        x = v1.placeholder(tf.float32, [None, 20], name="x")
         y = v1.placeholder(tf.int64, [None], name="y")
-        init = v1.glorot_uniform_initializer(seed=1)
-        w1 = v1.get_variable("hidden/kernel", [FEATURES, HIDDEN], initializer=init)
-        b1 = v1.get_variable("hidden/bias", [HIDDEN], initializer=v1.zeros_initializer())
-        w2 = v1.get_variable("logits/kernel", [HIDDEN, CLASSES], initializer=init)
-        b2 = v1.get_variable("logits/bias", [CLASSES], initializer=v1.zeros_initializer())
-        logits = tf.matmul(tf.nn.relu(tf.matmul(x, w1) + b1), w2) + b2
+        w1 = v1.get_variable(
+            "hidden/kernel", [20, 32], initializer=v1.glorot_uniform_initializer(seed=1)
+        )
+        b1 = v1.get_variable("hidden/bias", [32], initializer=v1.zeros_initializer())
+        w2 = v1.get_variable(
+            "logits/kernel", [32, 4], initializer=v1.glorot_uniform_initializer(seed=2)
+        )
+        b2 = v1.get_variable("logits/bias", [4], initializer=v1.zeros_initializer())
+        before = tf.identity(step.read_value(), name="step_before")
+        with tf.control_dependencies([before]):  # read the parameters after the global step
+            logits = tf.matmul(tf.nn.relu(tf.matmul(x, w1) + b1), w2) + b2
         loss = tf.reduce_mean(
             tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
         )
-        train_op = v1.train.GradientDescentOptimizer(lr).minimize(loss, global_step=step)
-    return {"x": x, "y": y, "loss": loss, "train_op": train_op, "step": step}
+        opt = v1.train.GradientDescentOptimizer(0.2)
+        if mode == "sync":  # each update averages `aggregate` gradients; `workers` replicas send
+            opt = v1.train.SyncReplicasOptimizer(opt, aggregate, total_num_replicas=workers)
+        train_op = opt.minimize(loss, global_step=step)
+        with tf.control_dependencies([train_op]):
+            after = tf.identity(step.read_value(), name="step_after")
+    hooks = [opt.make_session_run_hook(is_chief=task == 0)] if mode == "sync" else []
+    return dict(x=x, y=y, loss=loss, train=train_op, before=before, after=after, hooks=hooks)
 
 
-def quick_worker_session_creator(
-    target: str, config, poll_s: float = 0.2, max_wait_s: float = 60.0
-):
-    """A non-chief session creator that checks for the chief's initialisation every
-    ``poll_s`` seconds (``WorkerSessionCreator`` and ``MonitoredTrainingSession`` use
-    ``SessionManager``'s default of 30 s and do not let you change it)."""
+def quick_worker_session_creator(target: str, config):
+    """A non-chief's session creator that checks for the chief's variables every 0.2 s
+    (``MonitoredTrainingSession`` polls every 30 s and cannot be told otherwise).
+
+    Lesson 01 defines ``QuickWorkerSessionCreator`` in its worker program; this is that class
+    (tests/test_between_graph.py compares the two), for programs the course writes itself.
+    """
     import tensorflow as tf
 
     v1 = tf.compat.v1
 
     class QuickWorkerSessionCreator(v1.train.SessionCreator):
+        """A non-chief's session: wait for the chief's variables, checking every 0.2 s
+        (MonitoredTrainingSession's non-chiefs check every 30 s, and it cannot be changed)."""
+
+        def __init__(self, target, config):
+            self.target, self.config = target, config
+
         def create_session(self):
             scaffold = v1.train.Scaffold()
             scaffold.finalize()
@@ -87,27 +83,31 @@ def quick_worker_session_creator(
                 local_init_op=scaffold.local_init_op,
                 ready_op=scaffold.ready_op,
                 ready_for_local_init_op=scaffold.ready_for_local_init_op,
-                recovery_wait_secs=poll_s,
+                recovery_wait_secs=0.2,
             )
-            return manager.wait_for_session(target, config=config, max_wait_secs=max_wait_s)
+            return manager.wait_for_session(self.target, config=self.config, max_wait_secs=60)
 
-    return QuickWorkerSessionCreator()
+    return QuickWorkerSessionCreator(target, config)
 
 
-def placement(num_ps: int, *, partitions: int = 0, ps_strategy=None) -> list[tuple]:
-    """(variable, shape, device, bytes) for one worker's graph, as replica_device_setter
-    placed it. ``partitions`` > 0 adds an embedding table split into that many shards."""
+def placement(num_ps: int, *, partitions: int = 0) -> list[tuple]:
+    """(variable, shape, device, bytes) for worker 0's graph (:func:`build_graph`) on a
+    cluster of ``num_ps`` ps tasks, as replica_device_setter placed it. ``partitions`` > 0
+    adds an embedding table split into that many shards."""
     import tensorflow as tf
 
     v1 = tf.compat.v1
+    if not isinstance(num_ps, int) or num_ps < 1:
+        raise ValueError(f"need num_ps >= 1 ps tasks, got {num_ps!r}")
     if partitions < 0:
         raise ValueError(f"partitions must be >= 0, got {partitions}")
+    ps = [f"localhost:{2222 + i}" for i in range(num_ps)]  # addresses only: nothing starts
+    cluster = tf.train.ClusterSpec({"ps": ps, "worker": ["localhost:2221"]})
     graph = tf.Graph()
     with graph.as_default():
-        build_model(0, num_ps, ps_strategy=ps_strategy)
+        build_graph(cluster, 0)
         if partitions:
-            setter = v1.train.replica_device_setter(ps_tasks=num_ps, ps_strategy=ps_strategy)
-            with v1.device(setter):
+            with v1.device(v1.train.replica_device_setter(cluster=cluster)):
                 v1.get_variable(
                     "embedding", [1000, 16], partitioner=v1.fixed_size_partitioner(partitions)
                 )
@@ -122,36 +122,7 @@ def placement(num_ps: int, *, partitions: int = 0, ps_strategy=None) -> list[tup
         ]
 
 
-def bytes_per_task(rows: list[tuple]) -> dict[str, int]:
-    """Total variable bytes on each device of a :func:`placement` table."""
-    totals: dict[str, int] = {}
-    for _, _, device, size in rows:
-        totals[device] = totals.get(device, 0) + size
-    return dict(sorted(totals.items()))
-
-
 def short_device(device: str) -> str:
     """'/job:ps/task:1/device:CPU:0' or '/job:ps/task:1' -> 'ps:1'."""
     parts = dict(p.split(":", 1) for p in device.strip("/").split("/") if ":" in p)
     return f"{parts.get('job', '?')}:{parts.get('task', '0')}"
-
-
-def _op_type(node: str, label: str) -> str:
-    """'MatMul = MatMul(x, w)' -> 'MatMul'; a transfer this device asked for -> 'RecvTensor'."""
-    if " = " in label:
-        return label.split(" = ", 1)[1].split("(", 1)[0]
-    return node
-
-
-def traced_ops(log_text: str) -> dict[str, list[str]]:
-    """The op types each device ran in the step a worker program traced: it prints
-    ``{"trace": {device: [timeline labels]}}`` (lesson 01's worker program)."""
-    for line in log_text.splitlines():
-        if not line.startswith('{"trace"'):
-            continue
-        ran: dict[str, set] = {}
-        for device, labels in json.loads(line)["trace"].items():
-            ops = {_op_type(label.split(" ", 1)[0], label) for label in labels}
-            ran.setdefault(short_device(device), set()).update(ops - {"NoOp"})
-        return {device: sorted(ops) for device, ops in sorted(ran.items())}
-    return {}

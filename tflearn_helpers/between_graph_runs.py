@@ -26,7 +26,6 @@ __all__ = [
     "WorkerLog",
     "WorkerProcesses",
     "parse_worker_log",
-    "rollbacks",
     "summarize",
 ]
 
@@ -73,13 +72,6 @@ def summarize(logs: list[WorkerLog], warmup: int = 2) -> dict:
         "mean_staleness": float(np.mean(stale)) if stale else float("nan"),
         "max_staleness": max(stale, default=0),
     }
-
-
-def rollbacks(log: WorkerLog) -> list[tuple[int, int]]:
-    """(global step seen, global step read next) wherever the global step went *back*
-    between two of this worker's steps: the chief restored an older checkpoint."""
-    pairs = zip(log.after, log.before[1:], strict=False)
-    return [(seen, read) for seen, read in pairs if read < seen]
 
 
 # -- worker processes running the lesson's own worker program --------------------------

@@ -61,7 +61,9 @@ def measure_workers(spec, n, *, steps, work):
 
 def _check_cluster(spec) -> None:
     if not isinstance(spec, dict):
-        raise TypeError(f"spec must be a cluster dict of job -> addresses, got {type(spec).__name__}")
+        raise TypeError(
+            f"spec must be a cluster dict of job -> addresses, got {type(spec).__name__}"
+        )
     missing = [job for job in ("chief", "worker", "ps") if not spec.get(job)]
     if missing:
         raise ValueError(

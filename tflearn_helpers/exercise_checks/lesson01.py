@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
+import json
 import random
+import tempfile
+import textwrap
+from pathlib import Path
 
 from ..checks import exercise
 from ..cluster import tf_config
@@ -11,6 +16,7 @@ __all__ = [
     "evaluator_tf_config",
     "ps_of_logits_kernel",
     "staleness_function",
+    "sync_worker",
     "worker_graph_placement",
 ]
 
@@ -106,3 +112,132 @@ def worker_graph_placement(build_worker_graph):
 
 
 _WORKERS = ["localhost:4", "localhost:5"]
+
+
+# -- 01.5: a synchronous worker, run on a local cluster (1 ps, 2 worker processes) ----------
+SYNC_HARNESS = """
+import json, os, sys
+import numpy as np
+import tensorflow as tf
+from tflearn_helpers import between_graph
+
+v1 = tf.compat.v1
+
+{learner}
+
+
+def main():
+    config = json.loads(os.environ["TF_CONFIG"])
+    task, steps = config["task"]["index"], int(sys.argv[1])
+    cluster = tf.train.ClusterSpec(config["cluster"])
+    server = tf.distribute.Server(cluster, job_name="worker", task_index=task)
+    v1.disable_eager_execution()
+    x = v1.placeholder(tf.float32, [None, 10], name="x")
+    y = v1.placeholder(tf.float32, [None, 1], name="y")
+    loss, train_op, hooks = {name}(cluster, task, cluster.num_tasks("worker"), x, y)
+    step = v1.train.get_global_step()
+    graph = v1.get_default_graph()
+    print(json.dumps({{"graph": {{
+        "variables": {{v.op.name: v.device for v in v1.global_variables()}},
+        "num_required": [  # gradients each update takes, one accumulator per variable
+            int(tf.get_static_value(op.inputs[1])) for op in graph.get_operations()
+            if op.type == "ResourceAccumulatorTakeGradient"],
+        "global_step": step is not None}}}}), flush=True)
+    if step is None:
+        return
+    with tf.control_dependencies([train_op]):
+        after = tf.identity(step.read_value())
+    hooks = list(hooks or []) + [v1.train.StopAtStepHook(last_step=steps)]
+    filters = v1.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{{task}}"])
+    if task == 0:
+        session = v1.train.MonitoredTrainingSession(
+            master=server.target, is_chief=True, hooks=hooks, config=filters,
+            save_checkpoint_secs=None, save_checkpoint_steps=None, save_summaries_steps=None,
+            save_summaries_secs=None, log_step_count_steps=None)
+    else:
+        creator = between_graph.quick_worker_session_creator(server.target, filters)
+        session = v1.train.MonitoredSession(creator, hooks=hooks)
+    true_w = np.linspace(-1.0, 1.0, 10, dtype=np.float32)[:, None]
+    rng = np.random.default_rng(task)
+    with session:
+        while not session.should_stop():
+            xb = rng.normal(size=(32, 10)).astype(np.float32)
+            value, seen = session.run([loss, after], {{x: xb, y: xb @ true_w}})
+            print(json.dumps({{"loss": float(value), "after": int(seen)}}), flush=True)
+        print(json.dumps({{"done": True}}), flush=True)
+        os._exit(0)  # a sync session can wait forever on close for a token nobody sends
+
+
+main()
+"""
+
+
+def _run_sync_cluster(source: str, name: str, steps: int, timeout: float) -> dict:
+    """Run the learner's worker on 1 ps + 2 worker processes until the chief reaches
+    ``steps`` global steps (or ``timeout`` s); what each worker printed."""
+    from .. import cluster
+
+    folder = Path(tempfile.mkdtemp(prefix="tflearn-check-01.5-"))
+    program = folder / "sync_worker.py"
+    program.write_text(SYNC_HARNESS.format(learner=source, name=name))
+    spec = cluster.local_cluster_spec(workers=2, ps=1)
+    with cluster.LocalCluster(spec, log_dir=folder, env={"CUDA_VISIBLE_DEVICES": ""}) as run:
+        run.start("server", tasks=[("ps", 0)])
+        run.start(program, args=[steps], tasks=[("worker", 0), ("worker", 1)])
+        try:
+            code = run.wait([("worker", 0)], timeout=timeout)[("worker", 0)]
+        except TimeoutError:
+            code = None  # still running: stalled
+        logs = [run.logs("worker", i) for i in (0, 1)]
+    return {"code": code, "logs": logs, "lines": [_json_lines(log) for log in logs]}
+
+
+def _json_lines(log: str) -> list[dict]:
+    lines = []
+    for line in log.splitlines():
+        try:
+            lines.append(json.loads(line) if line.startswith("{") else None)
+        except json.JSONDecodeError:
+            continue  # a line cut short when the process was stopped
+    return [line for line in lines if isinstance(line, dict)]
+
+
+def _judge_sync(outcome: dict, steps: int, timeout: float):
+    graph = next((ln["graph"] for ln in outcome["lines"][0] if "graph" in ln), None)
+    if graph is None:
+        last = (outcome["logs"][0].strip().splitlines() or ["(no output)"])[-1]
+        return f"your function failed in the worker process: {last[:300]}"
+    if not graph["global_step"]:
+        return "the graph has no global step: updates are counted with one"
+    for name, device in graph["variables"].items():
+        if "/job:ps" not in device:
+            return f"variable {name} is on '{device or 'no device'}', not on a ps task"
+    done = [ln for worker in outcome["lines"] for ln in worker if "after" in ln]
+    reached = max((ln["after"] for ln in done), default=0)
+    if outcome["code"] is None or reached < steps:
+        return (
+            f"training stalled at global step {reached} of {steps} (waited {timeout:.0f} s): "
+            "synchronous training needs something to run in every worker's session"
+        )
+    if not graph["num_required"]:
+        return "each update applied one worker's gradient as it came: that is asynchronous"
+    if min(graph["num_required"]) < len(outcome["lines"]):
+        return "an update averages fewer gradients than workers send: how many should it average?"
+    losses = [ln["loss"] for ln in outcome["lines"][0] if "loss" in ln]
+    if not sum(losses[-3:]) < 0.5 * sum(losses[:3]):
+        return "the loss did not fall: does train_op minimize the loss you return?"
+    return None
+
+
+@exercise("01.5")
+def sync_worker(build_sync_worker, steps: int = 30, timeout: float = 60.0):
+    """build_sync_worker(cluster, task, workers, x, y) -> (loss, train_op, hooks), run by
+    two worker processes and one ps on this machine."""
+    if not callable(build_sync_worker):
+        return "pass your function build_sync_worker itself, not its result"
+    try:
+        source = textwrap.dedent(inspect.getsource(build_sync_worker))
+    except (OSError, TypeError):
+        return "define your function with `def` in a notebook cell, so its code can be read"
+    outcome = _run_sync_cluster(source, build_sync_worker.__name__, steps, timeout)
+    return _judge_sync(outcome, steps, timeout)

@@ -3,6 +3,7 @@
 Import it to train in-process (``make_estimator``, ``input_fn``, the hooks), or run it as
 one task of a cluster: every task (chief, worker, ps, evaluator) runs this same file and
 learns its role from TF_CONFIG, as estimator-era jobs did. Options: ``--help``.
+Plain TensorFlow and NumPy: it does not import the course package, so it can be copied out.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ import collections
 import json
 import os
 import sys
+import time
 
+import numpy as np
 import tensorflow as tf
-
-from tflearn_helpers import cluster, datasets, placement
 
 if not hasattr(tf, "estimator"):
     sys.exit(f"TensorFlow {tf.__version__} has no tf.estimator (removed in 2.16): use TF 2.15.")
@@ -32,15 +33,43 @@ __all__ = [
     "make_data",
     "make_estimator",
     "model_fn",
+    "short_device",
     "wait_for_chief",
+    "wait_until",
 ]
 
 FEATURES, CLASSES = 10, 10
 
 
 def make_data(n: int, seed: int, learnable: bool = True):
-    """The seed's inputs with labels from a linear teacher (see datasets.teacher_classes)."""
-    return datasets.teacher_classes(n, FEATURES, CLASSES, seed=seed, learnable=learnable)
+    """Normal inputs; labels from a fixed random linear teacher (or random: ``learnable``)."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, FEATURES)).astype(np.float32)
+    if not learnable:
+        return x, rng.integers(0, CLASSES, n).astype(np.int32)
+    teacher = np.random.default_rng(0).normal(size=(FEATURES, CLASSES))
+    return x, np.argmax(x @ teacher, axis=1).astype(np.int32)
+
+
+def wait_until(condition, timeout: float, what: str) -> None:
+    """Poll ``condition`` every 0.1 s; raise TimeoutError after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"waited {timeout:.0f} s for {what}")
+        time.sleep(0.1)
+
+
+def short_device(name: str) -> str:
+    """'/job:localhost/replica:0/task:0/device:CPU:1' -> 'CPU:1' ('chief:0/CPU:0' off localhost)."""
+    if not name:
+        return "(unplaced)"
+    spec = tf.DeviceSpec.from_string(name)
+    kind = f"{spec.device_type}:{spec.device_index}" if spec.device_type else ""
+    if spec.job and spec.job != "localhost":
+        where = f"{spec.job}:{spec.task or 0}"
+        return f"{where}/{kind}" if kind else where
+    return kind or name
 
 
 def input_fn(x, y, batch_size: int, training: bool):
@@ -119,7 +148,7 @@ class PlacementHook(tf.estimator.SessionRunHook):
     def after_run(self, run_context, run_values):
         if not self.ops:
             graphs = run_values.run_metadata.partition_graphs
-            self.ops = [(n.op, placement.short_device(n.device)) for g in graphs for n in g.node]
+            self.ops = [(n.op, short_device(n.device)) for g in graphs for n in g.node]
 
     def per_device(self) -> collections.Counter:
         return collections.Counter(device for _, device in self.ops)
@@ -156,7 +185,7 @@ class StartTogetherHook(tf.estimator.SessionRunHook):
 
     def before_run(self, run_context):
         if not self.waited:
-            cluster.processes.wait_until(
+            wait_until(
                 lambda: all(os.path.exists(f"{self.folder}/{t}.ready") for t in self.trainers),
                 self.timeout,
                 f"trainers {self.trainers} to start",
@@ -199,14 +228,9 @@ def cluster_task(args) -> int:
         throttle_secs=1,
     )
     tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
-    cluster.events.emit(
-        "result",
-        task=task,
-        steps=counter.steps,
-        final_global_step=counter.final_global_step,
-        tf=tf.__version__,
-        python=sys.executable,
-    )
+    result = {"kind": "result", "task": task, "steps": counter.steps, "tf": tf.__version__}
+    result.update(final_global_step=counter.final_global_step, python=sys.executable)
+    print("TFLEARN_EVENT", json.dumps(result), flush=True)  # the line the notebook reads
     return 0
 
 
@@ -216,7 +240,7 @@ def wait_for_chief(model_dir: str, timeout: float) -> None:
     Without this a worker that asks too early sleeps 30 s (SessionManager's fixed
     recovery_wait_secs, which Estimator does not expose) before it asks again.
     """
-    cluster.processes.wait_until(
+    wait_until(
         lambda: tf.train.latest_checkpoint(model_dir), timeout, f"a chief checkpoint in {model_dir}"
     )
 
