@@ -51,7 +51,6 @@ NOT_YET_READABLE = {
     "01": "lesson 01 is being rewritten (issue 19)",
     "01b": "lesson 01b is being rewritten (issue 19)",
     "02": "lesson 02 is being rewritten (issue 19)",
-    "03": "lesson 03 is being rewritten (issue 19)",
     "04": "lesson 04 is being rewritten (issue 19)",
     "05": "lesson 05 is being rewritten (issue 19)",
     "06": "lesson 06 is being rewritten (issue 19)",
