@@ -34,6 +34,8 @@ def child(n: int, args) -> dict:
     import keras
     import tensorflow as tf
 
+    tf.get_logger().setLevel("ERROR")  # a new tf.function per all-reduce timing: retracing notes
+
     from tflearn_helpers import allreduce, mirrored, resnet
 
     blocks = tuple(int(b) for b in args.blocks.split(","))

@@ -1,56 +1,21 @@
-from types import SimpleNamespace
+import sys
+from pathlib import Path
 
 import pytest
 from helpers import run_python
 
-from tflearn_helpers import allreduce, measure, runtime
+from tflearn_helpers import allreduce, runtime
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import nbtools  # noqa: E402
+
+LESSON_03 = nbtools.ROOT / "notebooks" / "03_mirrored_strategy.ipynb"
 
 DevicePlan = runtime.devices.DevicePlan
 
 
-def test_every_algorithm_moves_the_same_total():
-    for n in (2, 4, 8):
-        for name in ("collective", "hierarchical_copy", "reduce_to_one", "nccl"):
-            sent = allreduce.bytes_sent(name, 100.0, n)
-            assert len(sent) == n
-            assert sum(sent) == pytest.approx(2 * (n - 1) * 100)
-
-
-def test_who_carries_the_load():
-    assert allreduce.bytes_sent("collective", 100, 4) == [measure.ring_allreduce_bytes(100, 4)] * 4
-    assert allreduce.bytes_sent("reduce_to_one", 100, 4) == [300, 100, 100, 100]
-    assert allreduce.bytes_sent("hierarchical_copy", 100, 4) == [200, 100, 200, 100]
-    assert allreduce.bytes_sent("hierarchical_copy", 100, 2) == [100, 100]
-    assert allreduce.bytes_sent("reduce_to_one", 100, 1) == [0.0]
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        ("ring", 1, 2),
-        ("collective", 1, 0),
-        ("collective", 1, 2.0),
-        ("collective", -1, 2),
-        ("hierarchical_copy", 1, 3),
-    ],
-)
-def test_bad_input_is_refused(args):
-    with pytest.raises(ValueError):
-        allreduce.bytes_sent(*args)
-
-
-def test_nccl_only_on_several_real_gpus():
-    def course(kind, physical, per, n):
-        return SimpleNamespace(
-            plan=DevicePlan(kind, physical, per), devices=[f"d{i}" for i in range(n)]
-        )
-
-    assert "NVIDIA" in allreduce.unavailable_reasons(course("CPU", 1, 4, 4))["nccl"]
-    assert "40735" in allreduce.unavailable_reasons(course("GPU", 1, 2, 2))["nccl"]
-    assert "two" in allreduce.unavailable_reasons(course("GPU", 1, 1, 1))["nccl"]
-    assert allreduce.unavailable_reasons(course("GPU", 4, 1, 4)) == dict.fromkeys(
-        allreduce.ALGORITHMS
-    )
+def test_time_allreduce_is_the_code_lesson_03_writes():
+    assert nbtools.differs_from_taught(allreduce.time_allreduce, LESSON_03) is None
 
 
 def test_the_course_uses_hierarchical_copy_only_between_logical_gpus():
@@ -77,9 +42,11 @@ def test_time_allreduce_checks_the_sum_and_times_it():
             t = allreduce.time_allreduce(s, 1000, steps=2)
             assert len(t.samples) == 2 and t.median > 0
         with pytest.raises(ValueError):
-            allreduce.time_allreduce(s, 0)
+            allreduce.time_allreduce(s, 0, steps=1)
+        with pytest.raises(ValueError):
+            allreduce.time_allreduce(s, 10, steps=0)
         with pytest.raises(TypeError):
-            allreduce.time_allreduce("not a strategy", 10)
+            allreduce.time_allreduce("not a strategy", 10, steps=1)
         print("ok")
     """)
     assert done.returncode == 0, done.stderr[-3000:]

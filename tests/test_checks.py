@@ -62,3 +62,11 @@ def test_ready_guards_a_cell_until_the_answer_is_written(capsys):
     assert not checks.ready("98.1", written_fn, stub_fn)
     assert "waiting" in capsys.readouterr().out
     assert checks.ready("98.1", written_fn, 3)
+
+
+def test_an_unfilled_earlier_answer_makes_a_later_check_wait(registry):
+    checks.exercise("98.3")(lambda answer, earlier: "wrong: the earlier answer is missing")
+    for earlier in (None, ..., stub_fn):
+        result = checks.check("98.3", written_fn, earlier)
+        assert result.status == checks.NOT_ATTEMPTED and "earlier exercise" in result.message
+    assert checks.check("98.3", written_fn, {"a": None}).status == checks.WRONG  # not a stub

@@ -20,7 +20,7 @@ def test_wrong_distributed_answers_get_hints():
         import tensorflow as tf
         from tflearn_helpers import mirrored
         from tflearn_helpers.checks import _evaluate
-        strategy = course.mirrored_strategy()
+        strategy = tf.distribute.MirroredStrategy(course.devices)
 
         def plain(s, x, y, b):
             return tf.data.Dataset.from_tensor_slices((x, y)).batch(b)
@@ -55,6 +55,21 @@ def test_wrong_distributed_answers_get_hints():
 
             return tf.function(lambda batch: s.reduce("SUM", s.run(replica, args=batch), None))
 
+        def mean_reduced(s, model, opt, b):  # the wrong op: MEAN of the replicas' shares
+            def replica(x, y):
+                loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(
+                    from_logits=True, reduction="none")
+                with tf.GradientTape() as tape:
+                    loss = tf.nn.compute_average_loss(loss_fn(y, model(x)), global_batch_size=b)
+                    loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
+                grads = tape.gradient(loss, model.trainable_variables)
+                opt.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
+
+            return tf.function(lambda batch: s.reduce("MEAN", s.run(replica, args=batch), None))
+
+        hint = _evaluate("03.3", mean_reduced, strategy).message
+        assert "strategy.reduce" in hint, hint
         hint = _evaluate("03.3", mean_per_replica, strategy).message
         assert "2 times" in hint, hint
         assert "model.losses" in _evaluate("03.3", no_penalty, strategy).message
@@ -75,6 +90,12 @@ def test_wrong_distributed_answers_get_hints():
                 tf.data.Dataset.from_tensor_slices((x, y)).batch(b, drop_remainder=True))
             return m, [sum(float(step(d)) for d in data) for _ in range(epochs)]
 
+        def no_scope(s, x, y, b, epochs):  # model and optimizer built outside strategy.scope()
+            m = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
+            step = tf.function(lambda batch: 0.0)
+            return m, [float(step(None)) + 1.0 - i for i in range(epochs)]
+
+        assert "not mirrored" in _evaluate("03.4", no_scope, strategy).message
         assert "did not fall" in _evaluate("03.4", not_trained, strategy).message
         assert "two things" in _evaluate("03.4", lambda *a: 1, strategy).message
         assert _evaluate("03.4", fits, strategy).ok, _evaluate("03.4", fits, strategy)
@@ -84,6 +105,10 @@ def test_wrong_distributed_answers_get_hints():
         with strategy.scope():
             untrained = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
         assert "chance" in _evaluate("03.5", untrained, strategy).message
+        answers = {"03.2": plain, "03.3": no_penalty, "03.4": fits, "03.5": lone}
+        for later, answer in answers.items():
+            waiting = _evaluate(later, answer, None)  # 03.1 still its stub: strategy = None
+            assert waiting.status == "not attempted", (later, waiting)
         print("ok")
     """)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -1,17 +1,32 @@
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from helpers import run_python
 
 from tflearn_helpers import mirrored
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import nbtools  # noqa: E402
 
-def test_warmup_reaches_the_scaled_rate_linearly():
-    rates = [mirrored.warmup_lr(i, 0.1, 4, 4) for i in range(6)]
-    assert rates == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.4, 0.4])
-    assert mirrored.warmup_lr(0, 0.1, 8, 0) == pytest.approx(0.8)
-    for bad in ((-1, 0.1, 4, 4), (0, 0.0, 4, 4), (0, 0.1, 0, 4), (0, 0.1, 4, -1)):
-        with pytest.raises(ValueError):
-            mirrored.warmup_lr(*bad)
+
+def test_make_train_step_is_the_code_lesson_03_writes():
+    lesson = nbtools.ROOT / "notebooks" / "03_mirrored_strategy.ipynb"
+    assert nbtools.differs_from_taught(mirrored.make_train_step, lesson) is None
+
+
+def test_a_changed_helper_is_told_apart_from_the_lesson(tmp_path):
+    lesson = nbtools.ROOT / "notebooks" / "03_mirrored_strategy.ipynb"
+    nb = nbtools.read(lesson)
+    for cell in nb.cells:
+        if cell.source.startswith("def make_train_step("):
+            cell.source = cell.source.replace("ReduceOp.SUM", "ReduceOp.MEAN")
+    changed = tmp_path / lesson.name
+    nbtools.write(nb, changed)
+    assert "MEAN" in nbtools.differs_from_taught(mirrored.make_train_step, changed)
+    with pytest.raises(LookupError):
+        nbtools.taught_function(changed, "no_such_function")
 
 
 def test_weight_comparisons():

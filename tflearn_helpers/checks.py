@@ -7,7 +7,9 @@ the hint. In a notebook: ``check("00.1", my_answer)``.
 
 Unfilled exercises must run to the end under "Run All": an answer still holding the
 stub (``...``, ``None``, or a function whose body is only ``...``/``pass``/``return None``)
-is *not attempted*, never *wrong*, and a cell that needs the answer guards itself with
+is *not attempted*, never *wrong*; so is an answer checked with an earlier exercise's
+answer (``check("03.2", make_dataset, strategy)``) while that one is still a stub. A cell
+that needs the answer guards itself with
 ``if ready("03.2", make_step): ...``.
 """
 
@@ -113,10 +115,19 @@ def _stub_body(fn) -> bool:
     return True
 
 
+def _is_stub(value) -> bool:
+    """An earlier answer still its stub (containers are not looked into: parts may be None)."""
+    return value is ... or value is None or (inspect.isfunction(value) and _stub_body(value))
+
+
 def _evaluate(exercise_id: str, answer, *extra) -> CheckResult:
     fn = _lookup(exercise_id)
     if not attempted(answer):
         return CheckResult(exercise_id, NOT_ATTEMPTED, "replace each `...` with your answer.")
+    if any(_is_stub(a) for a in extra):  # it needs an earlier answer that is still a stub
+        return CheckResult(
+            exercise_id, NOT_ATTEMPTED, "waiting for an earlier exercise: finish that one first."
+        )
     try:
         hint = fn(answer, *extra)
     except Exception as err:  # a learner's answer can fail in any way; say how

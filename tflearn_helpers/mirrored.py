@@ -22,7 +22,6 @@ __all__ = [
     "replica_divergence",
     "twin_model",
     "update_norm",
-    "warmup_lr",
 ]
 
 LOSS_SCALINGS = ("global", "per_replica")
@@ -63,69 +62,52 @@ def per_replica_shapes(strategy, distributed) -> list[tuple[int, tuple[tuple, ..
     ]
 
 
-def make_train_step(strategy, model, optimizer, global_batch_size: int, loss_scaling="global"):
-    """A ``tf.function`` training step on a distributed batch ``(x, y)`` (the step lesson 03
-    writes inline; lesson 04 and the benchmarks reuse it from here).
+def make_train_step(strategy, model, optimizer, global_batch, loss_scaling="global"):
+    """A ``tf.function`` training step on a distributed batch ``(x, y)``; it returns the mean
+    loss. Defined in lesson 03 (notebooks/03_mirrored_strategy.ipynb, section 4), which
+    explains it; lesson 04 and the benchmarks reuse it from here. tests/test_mirrored.py checks
+    that this is the lesson's code (argument checks aside).
 
-    ``loss_scaling="global"`` divides each replica's summed loss by the *global* batch
-    (``tf.nn.compute_average_loss``), so the all-reduced (summed) gradients equal the
-    gradient of the mean loss over the whole batch; ``model.losses`` (regularization) are
-    divided by the replicas (``tf.nn.scale_regularization_loss``). ``"per_replica"`` takes
-    each replica's own mean and whole penalty: the classic mistake (gradients
-    ``num_replicas`` times too large).
-    Returns the step; it returns the mean loss over the global batch.
+    ``loss_scaling="global"`` divides each replica's summed loss by the *global* batch and
+    ``model.losses`` by the replicas; ``"per_replica"`` is the classic mistake (each
+    replica's own mean and whole penalty: gradients ``num_replicas`` times too large).
     """
     import tensorflow as tf
 
     if loss_scaling not in LOSS_SCALINGS:
         raise ValueError(f"loss_scaling must be one of {LOSS_SCALINGS}, got {loss_scaling!r}")
-    validate.whole_number("global_batch_size", global_batch_size, minimum=1)
-    if global_batch_size < strategy.num_replicas_in_sync:
+    validate.whole_number("global_batch", global_batch, minimum=1)
+    if global_batch < strategy.num_replicas_in_sync:
         raise ValueError(
-            f"global_batch_size={global_batch_size} gives some of the "
+            f"global_batch={global_batch} gives some of the "
             f"{strategy.num_replicas_in_sync} replicas no examples"
         )
-    with strategy.scope():  # slots (e.g. Adam's) made now, not inside the replicated step
+    with strategy.scope():  # optimizer slots (Adam's moments) mirrored, made before tracing
         optimizer.build(model.trainable_variables)
-    per_example = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+    per_example_loss = tf.keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True, reduction="none"
+    )
 
-    def replica_step(x, y):
+    def replica_step(x, y):  # runs once per replica, on that replica's slice of the batch
         with tf.GradientTape() as tape:
-            losses = per_example(y, model(x, training=True))
+            losses = per_example_loss(y, model(x, training=True))
             penalty = tf.add_n(model.losses) if model.losses else 0.0
-            if loss_scaling == "global":
-                loss = tf.nn.compute_average_loss(losses, global_batch_size=global_batch_size)
+            if loss_scaling == "global":  # right: sum / global batch, penalty / replicas
+                loss = tf.nn.compute_average_loss(losses, global_batch_size=global_batch)
                 loss += tf.nn.scale_regularization_loss(penalty)
-            else:
+            else:  # the classic mistake (section 4b): each replica's own mean, full penalty
                 loss = tf.reduce_mean(losses) + penalty
         grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
-        return tf.nn.compute_average_loss(losses, global_batch_size=global_batch_size)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))  # sums
+        return tf.nn.compute_average_loss(losses, global_batch_size=global_batch)
 
     @tf.function
-    def step(batch):
-        x, y = batch
-        per_replica = strategy.run(replica_step, args=(x, y))
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+    def step(distributed_batch):
+        x, y = distributed_batch
+        per_replica_loss = strategy.run(replica_step, args=(x, y))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_loss, axis=None)
 
     return step
-
-
-def warmup_lr(step: int, base_lr: float, replicas: int, warmup_steps: int) -> float:
-    """Linear scaling with gradual warm-up (Goyal et al. 2017, arXiv:1706.02677).
-
-    The target rate is ``base_lr * replicas``; it is reached linearly over the first
-    ``warmup_steps`` steps, starting from ``base_lr * replicas / warmup_steps``.
-    """
-    if step < 0 or base_lr <= 0 or replicas < 1 or warmup_steps < 0:
-        raise ValueError(
-            "need step >= 0, base_lr > 0, replicas >= 1, warmup_steps >= 0; got "
-            f"step={step}, base_lr={base_lr}, replicas={replicas}, warmup_steps={warmup_steps}"
-        )
-    target = base_lr * replicas
-    if warmup_steps == 0:
-        return target
-    return target * min(1.0, (step + 1) / warmup_steps)
 
 
 def twin_model(model, strategy=None):

@@ -289,6 +289,77 @@ def rotating_sample(items: list, key: str, k: int = 1) -> list:
     return [items[(start + i) % len(items)] for i in range(k)]
 
 
+# --- One source for taught code (issue 19 item 3): a helper that reuses a lesson's function
+def taught_function(path: Path, name: str):
+    """The ``def name`` a lesson's code cells write (an ``ast.FunctionDef``)."""
+    import ast
+
+    for cell in read(path).cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(python_of(cell.source))
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                return node
+    raise LookupError(f"{path.name} defines no function {name!r} in a code cell")
+
+
+def differs_from_taught(helper, path: Path) -> str | None:
+    """None when the package function ``helper`` is the code lesson ``path`` writes, else why.
+
+    Compared by AST, ignoring comments and docstrings, and ignoring the helper's leading
+    argument checks: ``import`` statements, ``validate.*(...)`` calls and ``if ...: raise``
+    blocks before its first other statement.
+    """
+    import ast
+    import inspect
+    import textwrap
+
+    ours = ast.parse(textwrap.dedent(inspect.getsource(helper))).body[0]
+    taught = taught_function(path, helper.__name__)
+    body = _without_docstring(ours.body)
+    while body and _is_argument_check(body[0]):
+        body = body[1:]
+    if ast.dump(ours.args) != ast.dump(taught.args):
+        return f"the arguments differ: {ast.unparse(ours.args)} vs {ast.unparse(taught.args)}"
+    a = [ast.dump(n) for n in body]
+    b = [ast.dump(n) for n in _without_docstring(taught.body)]
+    if a != b:
+        at = next(
+            (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+        )
+        return (
+            f"{helper.__module__}.{helper.__name__} and {path.name} differ at statement {at}: "
+            f"{ast.unparse(body[at]) if at < len(body) else '(end)'!r} vs "
+            f"{ast.unparse(_without_docstring(taught.body)[at]) if at < len(b) else '(end)'!r}"
+        )
+    return None
+
+
+def _without_docstring(body):
+    import ast
+
+    first = body[0] if body else None
+    docstring = isinstance(first, ast.Expr) and isinstance(
+        getattr(first, "value", None), ast.Constant
+    )
+    return body[1:] if docstring and isinstance(first.value.value, str) else body
+
+
+def _is_argument_check(node) -> bool:
+    import ast
+
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return True
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        func = node.value.func
+        return isinstance(func, ast.Attribute) and getattr(func.value, "id", "") == "validate"
+    return isinstance(node, ast.If) and all(isinstance(n, ast.Raise) for n in node.body)
+
+
 if __name__ == "__main__":
     if sys.argv[1:] != ["readability"]:
         raise SystemExit("usage: python tools/nbtools.py readability")

@@ -116,7 +116,9 @@ def train_step(make_step, strategy):
     )
     one = tf.distribute.get_strategy()
     expected = mirrored.twin_model(reference, one)
-    mirrored.make_train_step(one, expected, tf.keras.optimizers.SGD(0.5), global_batch)((x, y))
+    one_step = mirrored.make_train_step(one, expected, tf.keras.optimizers.SGD(0.5), global_batch)
+    data_loss = float(one_step((x, y)))
+    penalty = float(tf.add_n(reference.losses))  # at the starting weights, as in the step
     model = mirrored.twin_model(reference, strategy)
     with strategy.scope():
         optimizer = tf.keras.optimizers.SGD(0.5)
@@ -143,6 +145,12 @@ def train_step(make_step, strategy):
     loss = np.asarray(loss)
     if loss.shape != () or not np.isfinite(loss):
         return "the step should return one number: the loss combined over the replicas"
+    if min(abs(float(loss) - data_loss), abs(float(loss) - data_loss - penalty)) > 1e-4:
+        return (
+            f"your step returns {float(loss):.4g}, not the loss of the whole global batch "
+            "(with or without the penalty): how does strategy.reduce combine the replicas' "
+            "shares of it?"
+        )
     return None
 
 
