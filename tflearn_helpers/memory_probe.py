@@ -152,7 +152,10 @@ def sweep(
 def _finish_round(procs, deadline: float, budget: float) -> list[SweepRow]:
     start, ended = time.monotonic(), {}
     while len(ended) < len(procs) and time.monotonic() < deadline:
-        ended.update({i: time.monotonic() for i, (*_, c) in enumerate(procs) if not c.running()})
+        now = time.monotonic()
+        ended.update(
+            {i: now for i, (*_, c) in enumerate(procs) if i not in ended and not c.running()}
+        )
         time.sleep(0.1)
     rows = []
     for i, (policy, batch, child) in enumerate(procs):
