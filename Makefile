@@ -18,8 +18,8 @@ BIN := $(VENV)/bin
 PIP_FLAGS := -q --disable-pip-version-check
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: test unit notebooks run-all run-all-exercises run-all-oldest course lab doctor lint \
-	format exercises env legacy-env oldest-env browser-deps soak clean
+.PHONY: test test-main unit notebooks run-all run-all-exercises run-all-oldest course lab doctor \
+	lint format exercises env legacy-env oldest-env browser-deps soak clean
 
 env: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
@@ -53,12 +53,25 @@ browser-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 			chromium chromium-driver >/dev/null; }
 
-test: env legacy-env oldest-env browser-deps
+# The environments install side by side (downloads and unpacking: they wait on the network
+# and the disk, not on each other). The main lane and the Run All lanes run side by side only
+# with 4 cores or more: on 2 cores every lesson already keeps both busy, and two lanes at once
+# would only stretch each lesson against its time budget. Each step prints how long it took.
+CORES := $(shell nproc 2>/dev/null || echo 2)
+TIMED := tools/timed.sh
+
+test:
+	@$(TIMED) "environments and chromium" $(MAKE) --no-print-directory -j4 \
+		env legacy-env oldest-env browser-deps
+	@if [ $(CORES) -ge 4 ]; then $(MAKE) --no-print-directory -j2 test-main run-all; \
+	else $(MAKE) --no-print-directory test-main && $(MAKE) --no-print-directory run-all; fi
+
+test-main: env legacy-env browser-deps
 	@echo "== lint (ruff), unit tests + browser test, every notebook and solution under nbval"
-	$(BIN)/ruff format --check . && $(BIN)/ruff check .
-	TFLEARN_SCALE=smoke $(BIN)/python -m pytest -q tests notebooks solutions \
-		--nbval-lax --nbval-cell-timeout=900 --durations=0 -p no:randomly
-	$(MAKE) --no-print-directory run-all
+	@$(TIMED) "lint" sh -c '$(BIN)/ruff format --check . && $(BIN)/ruff check .'
+	@TFLEARN_SCALE=smoke $(TIMED) "pytest: unit tests, browser, nbval" $(BIN)/python -m pytest \
+		-q tests notebooks solutions --nbval-lax --nbval-cell-timeout=900 --durations=25 \
+		-p no:randomly
 
 # Run All as learners press it (plain nbclient: the first cell that raises stops a notebook).
 # nbval above already runs notebooks/ and solutions/ cell by cell on the main stack.
@@ -66,8 +79,8 @@ run-all: run-all-exercises run-all-oldest
 
 run-all-exercises: env
 	@echo "== Run All: every exercise notebook, unfilled, on the main stack"
-	TFLEARN_SCALE=smoke $(BIN)/python -m tflearn_helpers course --folders exercises \
-		--out $(RUN_ALL)/main
+	@TFLEARN_SCALE=smoke $(TIMED) "Run All, exercises, main stack" $(BIN)/python -m \
+		tflearn_helpers course --folders exercises --out $(RUN_ALL)/main
 
 # From a wheel (not editable) and a folder outside the repository, as on Colab. Lab 01b is
 # left out: it runs on its own TensorFlow 2.15 kernel, whatever the main stack is.
@@ -78,7 +91,8 @@ run-all-oldest: env oldest-env
 	$(OLDEST)/bin/python -m pip install $(PIP_FLAGS) --no-deps --force-reinstall build/wheel/*.whl
 	$(OLDEST)/bin/python -m pip check
 	@tmp=$$(mktemp -d) && cp -r notebooks solutions exercises $$tmp/ && cd $$tmp && \
-		TFLEARN_SCALE=smoke $(abspath $(OLDEST))/bin/python -m tflearn_helpers course --root . \
+		TFLEARN_SCALE=smoke $(abspath $(TIMED)) "Run All, oldest stack" \
+		$(abspath $(OLDEST))/bin/python -m tflearn_helpers course --root . \
 		--folders notebooks,solutions,exercises --exclude 01b_ --out $(abspath $(RUN_ALL))/oldest; \
 		rc=$$?; rm -rf $$tmp; exit $$rc
 

@@ -73,3 +73,26 @@ def test_runner_picks_folders_skips_excluded_and_fails_on_leftovers(tmp_path, ca
 def test_course_root_is_the_repository_from_any_folder(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)  # not the repository: the runner must still find notebooks/
     assert (course.course_root() / "notebooks").is_dir()
+
+
+def test_tensorflow_cpp_log_lines_reach_neither_the_progress_nor_the_rendered_notebook(
+    tmp_path, capfd, monkeypatch
+):
+    monkeypatch.delenv("PYTEST_CURRENT_TEST")  # else ipykernel does not copy descriptor 2
+    (tmp_path / "notebooks").mkdir()
+    cpp = "E0000 00:00:1796130835.552419   12699 meta_optimizer.cc:967] tf_auto"
+    _notebook(  # the source splits the word, so that only the output can contain it
+        tmp_path / "notebooks/30_log.ipynb",
+        f"import os, sys, time\nos.write(2, b'{cpp}' + b'_shard failed\\n')\ntime.sleep(0.5)\n"
+        "print('a warning to read', file=sys.stderr)",
+    )
+    assert course.run_course(str(tmp_path / "build"), root=tmp_path, cell_timeout=120) == 0
+    progress = capfd.readouterr()
+    assert "tf_auto_shard" not in progress.out + progress.err
+    saved = (tmp_path / "build/notebooks/30_log.ipynb").read_text()
+    html = (tmp_path / "build/notebooks/30_log.html").read_text()
+    assert "tf_auto_shard" not in saved + html and "a warning to read" in saved
+    assert "tf_auto_shard" in (tmp_path / "build/notebooks/30_log.kernel.log").read_text()
+    summary = json.loads((tmp_path / "build/summary.json").read_text())
+    assert summary[0]["hidden_log_lines"] == 1
+    assert "1 C++ log lines hidden" in (tmp_path / "build/index.html").read_text()

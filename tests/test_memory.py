@@ -191,3 +191,17 @@ def test_backward_holds_output_and_input_gradients_only_where_needed():
     assert back["conv"] == conv  # the first trainable layer: no gradient for its input
     assert back["bn"] == back["relu"] == conv  # elementwise: the gradient's buffer is reused
     assert back["pool"] == conv + 8 * 4 and mem.backward_per_example == conv + 8 * 4
+
+
+def test_sweep_has_one_deadline_and_reports_what_it_could_not_measure():
+    from tflearn_helpers.memory_probe import sweep
+
+    with pytest.raises(ValueError, match="budget"):
+        sweep([("float32", 8)], 0)
+    rows = sweep([("float32", 4), ("float32", 8)], 0.5, model="small", image_size=16, cores=[None])
+    assert [r.status.split(" (")[0] for r in rows] == ["too slow here", "skipped"]
+    assert rows[0].probe is None and rows[1].wall == 0.0
+    # a batch of 10**8 would take hours: predicted from the first round, never started
+    rows = sweep([("float32", 4)] * 2 + [("float32", 10**8)], 300, "small", 16, cores=[None, None])
+    assert [r.status for r in rows[:2]] == ["measured", "measured"] and rows[0].probe.peak > 0
+    assert rows[2].status.startswith("skipped (predicted") and rows[2].probe is None

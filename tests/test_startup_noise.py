@@ -30,3 +30,17 @@ def test_to_terminal_is_heard_from_inside_a_filtered_block(capfd):
         startup_noise.to_terminal("FAIL  a watchdog gave up\n")
         os.write(2, b"failed call to cuInit\n")
     assert capfd.readouterr().err == "FAIL  a watchdog gave up\n"
+
+
+def test_hide_tf_log_drops_cpp_log_lines_of_both_stacks_and_keeps_the_rest():
+    text = (
+        "E0000 00:00:1796130835.552419   12699 meta_optimizer.cc:967] tf_auto_shard failed\n"
+        "I1201 13:00:01.123456    4458 port.cc:153] oneDNN custom operations are on.\n"
+        "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+        "To enable the following instructions: AVX2 FMA, in other operations, rebuild TensorFlow\n"
+        "UserWarning: a warning the learner should read\n"
+        "E0000 is how the log starts\n"
+    )
+    kept, hidden = startup_noise.hide_tf_log(text)
+    assert hidden == 4
+    assert kept == "UserWarning: a warning the learner should read\nE0000 is how the log starts\n"

@@ -6,18 +6,22 @@ steps and reports a "result" event: the peak bytes ``tf.config.experimental.get_
 saw during a step, and the step times. On the CPU the allocator reports only when
 ``TF_CPU_ALLOCATOR_USE_BFC=true`` was set before TensorFlow loaded, so ``measure`` starts
 each run as a child process with it (a fresh process also starts from a clean allocator).
-Lesson 00 writes the same program in one of its cells.
+Lesson 00 writes the same program in one of its cells. ``sweep`` measures many settings
+under one deadline (lesson 04): rounds of one child per core, each round's cost predicted
+from the first one's, and a child still running at the deadline stopped ("too slow here").
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 from dataclasses import dataclass
 
 from .cluster import events, processes
 
-__all__ = ["BFC_ENV", "Probe", "measure", "result", "run_here"]
+__all__ = ["BFC_ENV", "Probe", "SweepRow", "measure", "result", "run_here", "sweep"]
 
 BFC_ENV = "TF_CPU_ALLOCATOR_USE_BFC"
 
@@ -28,6 +32,19 @@ class Probe:
 
     peak: int | None
     step_seconds: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """One setting of a sweep: its probe (None when not measured), the child's wall seconds
+    (0 when it did not start), and what happened: "measured", "too slow here (...)" or
+    "skipped (...)"."""
+
+    policy: str
+    batch: int
+    probe: Probe | None
+    wall: float
+    status: str
 
 
 def run_here(model: str, image_size: int, batch: int, policy: str, optimizer: str, steps: int):
@@ -93,6 +110,74 @@ def result(proc: processes.Child) -> Probe:
     """Wait for a child started by :func:`measure` and read its measurement."""
     data, _ = events.result(proc, proc.timeout, "memory probe")
     return Probe(data["peak"], tuple(data["step_seconds"]))
+
+
+def sweep(
+    settings, budget: float, model="resnet50", image_size=64, optimizer="adam", cores=None
+) -> list[SweepRow]:
+    """Measure ``settings`` (``(policy, batch)`` pairs, cheapest first) within ``budget`` s.
+
+    Each round runs one child per core, pinned to it. From the first round's wall time and
+    step time the cost of a later round is predicted (trace and start-up, plus the step
+    grown with the batch); a round that would not fit in what is left is skipped, and a
+    child still running at the deadline is stopped. Nothing waits beyond ``budget``.
+    """
+    if not budget > 0:
+        raise ValueError(f"budget must be > 0 seconds, got {budget!r}")
+    if cores is None:
+        cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else [None]
+    deadline = time.monotonic() + budget
+    rows: list[SweepRow] = []
+    cost = None  # (start-up seconds, step seconds per example), from the first round
+    for i in range(0, len(settings), len(cores)):
+        group = settings[i : i + len(cores)]
+        left = deadline - time.monotonic()
+        guess = max(cost[0] + cost[1] * b for _, b in group) if cost else 0.0
+        if rows and (cost is None or guess > left):
+            why = (
+                f"predicted {guess:.0f} s > {left:.0f} s left" if cost else "first round unmeasured"
+            )
+            rows += [SweepRow(p, b, None, 0.0, f"skipped ({why})") for p, b in group]
+            continue
+        procs = [
+            (p, b, measure(b, model, image_size, p, optimizer, core=c))
+            for (p, b), c in zip(group, cores, strict=False)
+        ]
+        rows += _finish_round(procs, deadline, budget)
+        if cost is None:
+            cost = _cost_model(rows)
+    return rows
+
+
+def _finish_round(procs, deadline: float, budget: float) -> list[SweepRow]:
+    start, ended = time.monotonic(), {}
+    while len(ended) < len(procs) and time.monotonic() < deadline:
+        now = time.monotonic()
+        ended.update(
+            {i: now for i, (*_, c) in enumerate(procs) if i not in ended and not c.running()}
+        )
+        time.sleep(0.1)
+    rows = []
+    for i, (policy, batch, child) in enumerate(procs):
+        if i not in ended and child.running():
+            child.stop(grace=0)
+            status = f"too slow here (> {budget:.0f} s for the sweep)"
+            rows.append(SweepRow(policy, batch, None, time.monotonic() - start, status))
+            continue
+        wall = ended.get(i, time.monotonic()) - start
+        rows.append(SweepRow(policy, batch, result(child), wall, "measured"))
+    return rows
+
+
+def _cost_model(rows: list[SweepRow]):
+    """(start-up and tracing seconds, seconds per example) of a child: it computes the step
+    twice (the traced warm-up and the timed step), and the rest does not grow with the batch."""
+    measured = [r for r in rows if r.probe]
+    if not measured:
+        return None
+    per_example = max(2 * max(r.probe.step_seconds) / r.batch for r in measured)
+    startup = max(r.wall - per_example * r.batch for r in measured)
+    return startup, per_example
 
 
 def main(argv=None) -> int:

@@ -7,6 +7,12 @@ cuInit", the cuFFT/cuDNN/cuBLAS "Unable to register factory" lines on GPU runtim
 notebook each lands in the output of the setup cell. ``filtered()`` catches descriptor 2
 for the length of a block and writes back every line that is not such known noise, so
 real warnings and errors stay visible.
+
+The course runner (``make course``, tooling/course.py) goes further for the notebooks it
+renders: ``hide_tf_log`` removes every line in TensorFlow's C++ log format (``TF_LOG_LINE``,
+e.g. ``E0000 00:00:1796130835.552419 12699 meta_optimizer.cc:967] tf_auto_shard failed``),
+which ipykernel copies from the kernel's descriptor 2 into a cell's output; the kernel's raw
+standard error is kept in a log file beside the rendered notebook.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import re
 import sys
 import tempfile
 
-__all__ = ["NOISE", "filtered", "to_terminal"]
+__all__ = ["NOISE", "TF_LOG_LINE", "filtered", "hide_tf_log", "to_terminal"]
 
 NOISE = re.compile(
     "|".join(
@@ -36,6 +42,9 @@ NOISE = re.compile(
     )
 )
 
+
+# absl/glog's prefix: severity and date (I0000 on 2.21, I1201 on 2.19), time, thread, file:line]
+TF_LOG_LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ [\w./-]+:\d+\] |" + NOISE.pattern)
 
 _real_stderr: list[int] = []  # the caught descriptor 2 of each active block, innermost last
 
@@ -69,3 +78,10 @@ def to_terminal(text: str) -> None:
     watchdog that gives up while TensorFlow loads must still be heard)."""
     sys.stderr.flush()
     os.write(_real_stderr[0] if _real_stderr else 2, text.encode())
+
+
+def hide_tf_log(text: str) -> tuple[str, int]:
+    """``text`` without TensorFlow's C++ log lines and start-up noise; how many were hidden."""
+    lines = text.splitlines(keepends=True)
+    kept = [line for line in lines if not TF_LOG_LINE.search(line)]
+    return "".join(kept), len(lines) - len(kept)

@@ -4,6 +4,14 @@ Each notebook runs in its own kernel (the one its metadata names; lab 01b's is
 ``tflearn-legacy``), is saved executed and rendered to HTML; build/index.html lists
 each notebook's status (with the failing cell), run time, headline figures and anything
 it left running. A failing notebook does not stop the others.
+
+TensorFlow's C++ log lines (``startup_noise.TF_LOG_LINE``: "tf_auto_shard failed", the absl
+pre-init line, "Could not find cuda drivers", the oneDNN banner, ...) ignore
+``TF_CPP_MIN_LOG_LEVEL`` in part and are written to the kernel's descriptor 2, which ipykernel
+copies both into the cell's output and onto the kernel's own standard error. Here the
+kernel's standard error goes to ``<notebook>.kernel.log`` beside the rendered notebook (not to
+the progress output), and those lines are removed from the saved and rendered outputs; the
+index says how many were hidden.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import time
 from pathlib import Path
 
 from ..report import HEADLINES_ENV
+from ..runtime.startup_noise import hide_tf_log
 from . import leftovers
 
 __all__ = ["FOLDERS", "course_root", "run_course", "run_notebook"]
@@ -129,8 +138,9 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
     result = {"notebook": f"{path.parent.name}/{path.name}", "kernel": kernel}
     before = leftovers.snapshot()
     start = time.monotonic()
+    kernel_log = open(out_dir / f"{path.stem}.kernel.log", "w")  # the kernel's standard error
     try:
-        client.execute()
+        client.execute(stderr=kernel_log)
         result["status"] = "passed"
     except (CellExecutionError, CellTimeoutError) as err:
         failing = next((i for i, c in enumerate(nb.cells) if _errored(c)), None)
@@ -138,9 +148,11 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
     except Exception as err:  # a kernel that cannot start, a dead kernel: record, go on
         result.update(status="failed", cell=None, error=f"{type(err).__name__}: {err}")
     finally:
+        kernel_log.close()
         os.environ.pop(HEADLINES_ENV, None)
         shutil.rmtree(sockets, ignore_errors=True)
     result["seconds"] = time.monotonic() - start
+    result["hidden_log_lines"] = _hide_tf_log(nb)
     result["left_running"] = leftovers.leftovers(before)
     if result["left_running"]:
         leftovers.kill(before)
@@ -152,6 +164,18 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
     (out_dir / f"{path.stem}.html").write_text(body)
     result["html"] = f"{path.parent.name}/{path.stem}.html"
     return result
+
+
+def _hide_tf_log(nb) -> int:
+    """Remove TensorFlow's C++ log lines from every stderr output; how many there were."""
+    hidden = 0
+    for cell in (c for c in nb.cells if c.cell_type == "code"):
+        for out in cell.outputs:
+            if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                out["text"], n = hide_tf_log(out["text"])
+                hidden += n
+        cell.outputs = [o for o in cell.outputs if o.get("text", True) != ""]
+    return hidden
 
 
 def _errored(cell) -> bool:
@@ -175,9 +199,12 @@ def _index_html(results: list[dict], scale: str | None) -> str:
             status = f"failed at {where}: {html.escape(r.get('error', ''))}"
         figures = "<br>".join(html.escape(f"{h['label']}: {h['value']}") for h in r["headlines"])
         left = html.escape("; ".join(r["left_running"])) or "nothing"
+        log = r["html"].removesuffix(".html") + ".kernel.log"
+        hidden = f"<br><a href='{log}'>{r.get('hidden_log_lines', 0)} C++ log lines hidden</a>"
         rows.append(
             f"<tr><td><a href='{r['html']}'>{html.escape(r['notebook'])}</a></td>"
-            f"<td>{status}</td><td>{r['seconds']:.0f} s</td><td>{figures}</td><td>{left}</td></tr>"
+            f"<td>{status}{hidden}</td><td>{r['seconds']:.0f} s</td><td>{figures}</td>"
+            f"<td>{left}</td></tr>"
         )
     total = sum(r["seconds"] for r in results)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
