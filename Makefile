@@ -17,7 +17,7 @@ PIP_FLAGS := -q --disable-pip-version-check
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 .PHONY: test unit notebooks run-all run-all-exercises run-all-oldest course lab doctor lint \
-	format exercises env legacy-env oldest-env browser-deps clean
+	format exercises env legacy-env oldest-env browser-deps network-deps clean
 
 env: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
@@ -51,7 +51,14 @@ browser-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 			chromium chromium-driver >/dev/null; }
 
-test: env legacy-env oldest-env browser-deps
+# Lesson 07 shapes a link with ip and tc (Debian's iproute2) inside a network namespace.
+network-deps:
+	@command -v ip >/dev/null && command -v tc >/dev/null || { \
+		echo "== installing iproute2 (apt)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			iproute2 >/dev/null; }
+
+test: env legacy-env oldest-env browser-deps network-deps
 	@echo "== lint (ruff), unit tests + browser test, every notebook and solution under nbval"
 	$(BIN)/ruff format --check . && $(BIN)/ruff check .
 	TFLEARN_SCALE=smoke $(BIN)/python -m pytest -q tests notebooks solutions \
