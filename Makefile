@@ -94,7 +94,7 @@ notebooks: env legacy-env
 	TFLEARN_SCALE=smoke $(BIN)/python -m pytest -q notebooks solutions --nbval-lax \
 		--nbval-cell-timeout=900 --durations=0
 
-course: env legacy-env
+course: env legacy-env network-deps
 	$(BIN)/python -m tflearn_helpers course --out build
 
 lab: env legacy-env

@@ -134,3 +134,20 @@ def test_nothing_is_left_after_the_owner_is_killed(tmp_path):
         20,
         "the namespace and every process to go",
     )
+
+
+def test_lesson07_runs_all_on_the_plain_loopback(monkeypatch):
+    """Without namespaces (forced), Run All of lesson 07 passes and says what it cannot show."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv(network.FORCE_PLAIN, "plain")
+    monkeypatch.setenv("TFLEARN_SCALE", "smoke")
+    path = Path(__file__).parents[1] / "notebooks" / "07_communication.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=300, kernel_name="python3").execute()  # raises on error
+    text = "".join(
+        output.get("text", "") for cell in notebook.cells for output in cell.get("outputs", [])
+    )
+    assert "plain loopback, unshaped" in text and "cannot show" in text
+    assert "not asserted" in text
