@@ -19,7 +19,7 @@ PIP_FLAGS := -q --disable-pip-version-check
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 .PHONY: test test-main unit notebooks run-all run-all-exercises run-all-oldest course lab doctor \
-	lint format exercises env legacy-env oldest-env browser-deps soak clean
+	lint format exercises env legacy-env oldest-env browser-deps network-deps soak clean
 
 env: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
@@ -53,6 +53,14 @@ browser-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 			chromium chromium-driver >/dev/null; }
 
+# Lesson 07 shapes a link with ip and tc (Debian's iproute2) inside a network namespace.
+# After browser-deps: two apt-get runs at once would fight over dpkg's lock.
+network-deps: browser-deps
+	@command -v ip >/dev/null && command -v tc >/dev/null || { \
+		echo "== installing iproute2 (apt)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			iproute2 >/dev/null; }
+
 # The environments install side by side (downloads and unpacking: they wait on the network
 # and the disk, not on each other). The main lane and the Run All lanes run side by side only
 # with 4 cores or more: on 2 cores every lesson already keeps both busy, and two lanes at once
@@ -62,11 +70,11 @@ TIMED := tools/timed.sh
 
 test:
 	@$(TIMED) "environments and chromium" $(MAKE) --no-print-directory -j4 \
-		env legacy-env oldest-env browser-deps
+		env legacy-env oldest-env browser-deps network-deps
 	@if [ $(CORES) -ge 4 ]; then $(MAKE) --no-print-directory -j2 test-main run-all; \
 	else $(MAKE) --no-print-directory test-main && $(MAKE) --no-print-directory run-all; fi
 
-test-main: env legacy-env browser-deps
+test-main: env legacy-env browser-deps network-deps
 	@echo "== lint (ruff), unit tests + browser test, every notebook and solution under nbval"
 	@$(TIMED) "lint" sh -c '$(BIN)/ruff format --check . && $(BIN)/ruff check .'
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: unit tests, browser, nbval" $(BIN)/python -m pytest \
@@ -103,7 +111,7 @@ notebooks: env legacy-env
 	TFLEARN_SCALE=smoke $(BIN)/python -m pytest -q notebooks solutions --nbval-lax \
 		--nbval-cell-timeout=900 --durations=0
 
-course: env legacy-env
+course: env legacy-env network-deps
 	$(BIN)/python -m tflearn_helpers course --out build
 
 lab: env legacy-env

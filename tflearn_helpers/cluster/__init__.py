@@ -2,10 +2,11 @@
 
 ``from tflearn_helpers import cluster`` gives the local-cluster names directly
 (``cluster.LocalCluster``, ``cluster.local_cluster_spec``); the other modules are
-``cluster.tf_config``, ``cluster.processes``, ``cluster.events`` and ``cluster.kubernetes``.
+``cluster.tf_config``, ``cluster.processes``, ``cluster.events``, ``cluster.network`` (a
+shaped link, lesson 07) and ``cluster.kubernetes``.
 """
 
-from . import events, kubernetes, processes, tf_config
+from . import events, kubernetes, network, processes, tf_config
 from .local import (
     SECURITY_NOTE,
     LocalCluster,
@@ -23,6 +24,7 @@ __all__ = [
     "in_process_servers",
     "kubernetes",
     "local_cluster_spec",
+    "network",
     "pick_ports",
     "port_is_listening",
     "processes",
