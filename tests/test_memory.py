@@ -205,3 +205,66 @@ def test_sweep_has_one_deadline_and_reports_what_it_could_not_measure():
     rows = sweep([("float32", 4)] * 2 + [("float32", 10**8)], 300, "small", 16, cores=[None, None])
     assert [r.status for r in rows[:2]] == ["measured", "measured"] and rows[0].probe.peak > 0
     assert rows[2].status.startswith("skipped (predicted") and rows[2].probe is None
+
+
+SHAPE = memory.TransformerShape(vocab=256, seq=128, width=64, heads=4, blocks=2)
+
+
+def test_transformer_parameters_match_keras():
+    layers = keras.layers
+    tokens = keras.Input((SHAPE.seq,), dtype="int32")
+    x = layers.Embedding(SHAPE.vocab, SHAPE.width)(tokens)
+    for _ in range(SHAPE.blocks):
+        h = layers.LayerNormalization()(x)
+        x = x + layers.MultiHeadAttention(SHAPE.heads, SHAPE.width // SHAPE.heads)(h, h)
+        h = layers.Dense(4 * SHAPE.width, activation="gelu")(layers.LayerNormalization()(x))
+        x = x + layers.Dense(SHAPE.width)(h)
+    logits = layers.Dense(SHAPE.vocab)(layers.LayerNormalization()(x))
+    assert keras.Model(tokens, logits).count_params() == SHAPE.parameters
+
+
+def test_transformer_terms():
+    base = memory.transformer(SHAPE, 8)
+    assert base.parameters == base.gradients == 4 * SHAPE.parameters
+    assert base.optimizer == 2 * base.parameters
+    scores = 4 * 8 * SHAPE.heads * SHAPE.seq**2  # one float32 score matrix per head, batch 8
+    longer = memory.transformer(memory.TransformerShape(256, 256, 64, 4, 2), 8)
+    assert longer.activations > 2.5 * base.activations  # twice the tokens: T x T grows 4x
+    assert memory.transformer(SHAPE, 16).activations == 2 * base.activations
+    deeper = memory.transformer(memory.TransformerShape(256, 128, 64, 4, 3), 8)
+    assert deeper.activations - base.activations > 2 * scores  # each block keeps its scores
+    recomputed = memory.transformer(SHAPE, 8, recompute=True)
+    assert recomputed.activations < base.activations and recomputed.parameters == base.parameters
+
+
+def test_transformer_zero_stages_divide_state():
+    plain = memory.transformer(SHAPE, 8, replicas=4)
+    stages = [memory.transformer(SHAPE, 8, replicas=4, zero=z) for z in (1, 2, 3)]
+    quarter = 4 * -(-SHAPE.parameters // 4)
+    assert stages[0].optimizer == 2 * quarter and stages[0].gradients == plain.gradients
+    assert stages[1].gradients == quarter and stages[1].parameters == plain.parameters
+    assert stages[2].parameters == quarter
+    assert all(s.activations == plain.activations for s in stages)
+
+
+def test_transformer_tensor_parallel_splits_blocks():
+    one = memory.transformer(SHAPE, 8)
+    two = memory.transformer(SHAPE, 8, tensor_parallel=2)
+    block = 4 * SHAPE.blocks * SHAPE.block_parameters
+    assert two.parameters == one.parameters - block // 2
+    assert one.activations / 2 < two.activations < one.activations
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"zero": 4}, "ZeRO stage"),
+        ({"tensor_parallel": 3}, "do not split"),
+        ({"replicas": 0}, "replicas"),
+    ],
+)
+def test_transformer_bad_input(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        memory.transformer(SHAPE, 8, **kwargs)
+    with pytest.raises(ValueError, match="heads"):
+        memory.TransformerShape(256, 128, 64, 5, 2)

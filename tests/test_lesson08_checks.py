@@ -1,0 +1,109 @@
+from helpers import run_python
+
+ZERO1 = """
+from tflearn_helpers import setup_course
+course = setup_course(devices=2, verbose=False)
+import tensorflow as tf
+from tflearn_helpers.checks import _evaluate
+
+strategy = tf.distribute.MirroredStrategy(
+    course.devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
+)
+ON_READ = dict(synchronization=tf.VariableSynchronization.ON_READ,
+               aggregation=tf.VariableAggregation.NONE)
+
+
+def zero1(full_state=False, reduce=True, gather=True):
+    def make(strategy, w0, lr, beta):
+        n, size = strategy.num_replicas_in_sync, int(w0.shape[0])
+        with strategy.scope():
+            params = tf.Variable(w0, **ON_READ)
+            momentum = tf.Variable(tf.zeros([size if full_state else size // n]), **ON_READ)
+
+        def update(grad):
+            ctx = tf.distribute.get_replica_context()
+            total = ctx.all_reduce("sum", grad) if reduce else grad
+            if full_state:
+                momentum.assign(beta * momentum + total)
+                params.assign(params - lr * momentum)
+                return
+            r = ctx.replica_id_in_sync_group
+            momentum.assign(beta * momentum + tf.reshape(total, [n, -1])[r])
+            new = tf.reshape(params, [n, -1])[r] - lr * momentum
+            if gather:
+                params.assign(ctx.all_gather(new, axis=0))
+            else:
+                own = tf.tensor_scatter_nd_update(
+                    tf.reshape(params, [n, -1]), tf.reshape(r, [1, 1]), new[None]
+                )  # only this replica's shard is new: the others stay stale
+                params.assign(tf.reshape(own, [-1]))
+
+        return params, momentum, update
+
+    return make
+
+
+right = _evaluate("08.1", zero1(), strategy)
+assert right.ok, right.message
+full = _evaluate("08.1", zero1(full_state=True), strategy)
+assert not full.ok and "whole optimizer state" in full.message, full.message
+missing = _evaluate("08.1", zero1(reduce=False), strategy)
+assert not missing.ok and "summed over all replicas" in missing.message, missing.message
+no_gather = _evaluate("08.1", zero1(gather=False), strategy)
+assert not no_gather.ok and "every shard back" in no_gather.message, no_gather.message
+assert _evaluate("08.1", None, strategy).status == "not attempted"
+for result in (full, missing, no_gather):
+    assert "all_reduce(" not in result.message and "all_gather(" not in result.message
+print("ok")
+"""
+
+TP = """
+from tflearn_helpers import setup_course
+course = setup_course(devices=2, verbose=False)
+import tensorflow as tf
+from tflearn_helpers.checks import _evaluate
+
+
+def tp(same_device=False, reduce=True):
+    def make(w1, b1, w2, b2, devices):
+        n = len(devices)
+        pieces, shards = [], []
+        w2_parts = tf.split(w2, n, axis=0)
+        for i, (a, b) in enumerate(zip(tf.split(w1, n, axis=1), tf.split(b1, n))):
+            with tf.device(devices[0 if same_device else i]):
+                shard = (tf.Variable(a), tf.Variable(b), tf.Variable(w2_parts[i]))
+            shards.append(shard)
+            pieces.extend(shard)
+
+        def forward(x):
+            partial = []
+            for i, (a, b, c) in enumerate(shards):
+                with tf.device(devices[i]):
+                    h = tf.nn.gelu(x @ a + b)
+                    partial.append(h @ c)
+            return (tf.add_n(partial) if reduce else partial[0]) + b2
+
+        return pieces, forward
+
+    return make
+
+
+right = _evaluate("08.2", tp(), course.devices)
+assert right.ok, right.message
+one = _evaluate("08.2", tp(same_device=True), course.devices)
+assert not one.ok and "every device" in one.message, one.message
+missing = _evaluate("08.2", tp(reduce=False), course.devices)
+assert not missing.ok and "summed" in missing.message, missing.message
+assert _evaluate("08.2", None, course.devices).status == "not attempted"
+print("ok")
+"""
+
+
+def test_zero1_check_judges_state_and_result():
+    done = run_python(ZERO1, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+def test_tensor_parallel_check_judges_placement_and_math():
+    done = run_python(TP, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
