@@ -174,8 +174,10 @@ main()
 
 def _run_sync_cluster(source: str, name: str, steps: int, timeout: float) -> dict:
     """Run the learner's worker on 1 ps + 2 worker processes until the chief reaches
-    ``steps`` global steps (or ``timeout`` s); what each worker printed."""
+    ``steps`` global steps (or ``timeout`` s once both have built their graphs: starting
+    TensorFlow on a busy machine does not count as a stall); what each worker printed."""
     from .. import cluster
+    from ..cluster import processes
 
     folder = Path(tempfile.mkdtemp(prefix="tflearn-check-01.5-"))
     program = folder / "sync_worker.py"
@@ -184,7 +186,10 @@ def _run_sync_cluster(source: str, name: str, steps: int, timeout: float) -> dic
     with cluster.LocalCluster(spec, log_dir=folder, env={"CUDA_VISIBLE_DEVICES": ""}) as run:
         run.start("server", tasks=[("ps", 0)])
         run.start(program, args=[steps], tasks=[("worker", 0), ("worker", 1)])
-        try:
+        chief = run.procs[("worker", 0)]
+        built = lambda i: '{"graph"' in run.logs("worker", i)  # noqa: E731
+        try:  # both graphs built, or the chief gone (it failed, or it finished already)
+            processes.wait_until(lambda: (built(0) and built(1)) or not chief.running(), 300, "")
             code = run.wait([("worker", 0)], timeout=timeout)[("worker", 0)]
         except TimeoutError:
             code = None  # still running: stalled
@@ -204,8 +209,11 @@ def _json_lines(log: str) -> list[dict]:
 
 def _judge_sync(outcome: dict, steps: int, timeout: float):
     graph = next((ln["graph"] for ln in outcome["lines"][0] if "graph" in ln), None)
+    if graph is None and outcome["code"] is None:
+        return "the workers did not start within 300 s (a busy machine?): run the check again"
     if graph is None:
-        last = (outcome["logs"][0].strip().splitlines() or ["(no output)"])[-1]
+        lines = outcome["logs"][0].strip().splitlines() or ["(no output)"]
+        last = next((ln for ln in reversed(lines) if "Error" in ln), lines[-1])
         return f"your function failed in the worker process: {last[:300]}"
     if not graph["global_step"]:
         return "the graph has no global step: updates are counted with one"
