@@ -52,7 +52,6 @@ NOT_YET_READABLE = {
     "01b": "lesson 01b is being rewritten (issue 19)",
     "02": "lesson 02 is being rewritten (issue 19)",
     "04": "lesson 04 is being rewritten (issue 19)",
-    "05": "lesson 05 is being rewritten (issue 19)",
     "06": "lesson 06 is being rewritten (issue 19)",
     "course": "the lessons together still use more than 60 helper names (issue 19)",
 }
