@@ -39,24 +39,56 @@ def place(model, cuts, devices):
         stages.append(stage)
     return stages
 
-def answer(model, stages, devices, forward_devices=None):
+def answer(model, stages, devices, forward_devices=None, whole_backward=False, lazy=False):
     forward_devices = forward_devices or devices
-    opts = [keras.optimizers.SGD(0.1) for _ in stages]
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    opts = []
+    for stage, device in zip(stages, devices):
+        with tf.device(device if not lazy else "/CPU:0"):
+            opts.append(keras.optimizers.SGD(0.1, momentum=0.9))
+            if not lazy:
+                opts[-1].build(stage.trainable_variables)
+
     def forward(x):
         for stage, device in zip(stages, forward_devices):
             with tf.device(device):
                 x = stage(x, training=False)
         return x
-    def train_step(x, y):
+
+    def one_tape(x, y):  # plausible and wrong: the whole backward pass on the default device
         with tf.GradientTape() as tape:
-            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)(y, forward(x))
+            loss = loss_fn(y, forward(x))
         variables = [s.trainable_variables for s in stages]
         grads = tape.gradient(loss, [v for vs in variables for v in vs])
         for opt, vs in zip(opts, variables):
             opt.apply_gradients(zip(grads[: len(vs)], vs))
             grads = grads[len(vs):]
         return loss
-    return dict(model=model, stages=stages, forward=forward, train_step=train_step)
+
+    def per_stage(x, y):  # right: each stage's backward pass and update on its device
+        tapes, inputs, outputs = [], [x], []
+        for s, (stage, device) in enumerate(zip(stages, devices)):
+            with tf.device(device), tf.GradientTape() as tape:
+                tape.watch(inputs[-1])
+                out = stage(inputs[-1], training=True)
+                if s == len(stages) - 1:
+                    out = loss_fn(y, out)
+            tapes.append(tape)
+            outputs.append(out)
+            inputs.append(out)
+        out_grad = None
+        for s in reversed(range(len(stages))):
+            with tf.device(devices[s]):
+                vs = stages[s].trainable_variables
+                in_grad, *grads = tapes[s].gradient(
+                    outputs[s], [inputs[s], *vs], output_gradients=out_grad)
+                opts[s].apply_gradients(zip(grads, vs))
+            out_grad = in_grad
+        return outputs[-1]
+
+    step = one_tape if whole_backward else per_stage
+    return dict(model=model, stages=stages, optimizers=opts, forward=forward, train_step=step)
+
 
 model = chain(33)
 names = model_parallel.block_boundaries(model)
@@ -79,9 +111,72 @@ assert "computed on" in hint, hint
 frozen = answer(model, place(model, [names[15]], devs), devs)
 frozen["train_step"] = lambda x, y: tf.constant(1.0)
 assert "did not change" in _evaluate("05.1", frozen).message
-assert _evaluate("05.1", dict(model=..., stages=..., forward=..., train_step=...)).status == (
-    "not attempted"
-)
+hint = _evaluate("05.1", answer(model, place(model, [names[15]], devs), devs,
+                                whole_backward=True)).message
+assert "where do the backward pass" in hint and "CPU:0" in hint, hint
+hint = _evaluate("05.1", answer(model, place(model, [names[15]], devs), devs, lazy=True)).message
+assert "optimizers keep variables" in hint and "CPU:0" in hint, hint
+stub = dict(model=..., stages=..., optimizers=..., forward=..., train_step=...)
+assert _evaluate("05.1", stub).status == "not attempted"
+print("ok")
+"""
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_gpipe_check_runs_the_learners_schedule_and_explains_wrong_answers():
+    done = run_python(
+        """
+from tflearn_helpers import setup_course
+setup_course(devices=3, verbose=False)
+import keras
+import tensorflow as tf
+from tflearn_helpers.checks import _evaluate
+
+def make(scale=True, split=True, place_backward=True, pass_grad=True):
+    def gpipe(stages, devices, x, y, m):
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        m_used = m if split else 1
+        with tf.device(devices[0]):
+            xs = tf.split(x, m_used)
+        with tf.device(devices[-1]):
+            ys = tf.split(y, m_used)
+        kept = [[] for _ in stages]
+        for xi, yi in zip(xs, ys):
+            h = xi
+            for s, (stage, device) in enumerate(zip(stages, devices)):
+                with tf.device(device), tf.GradientTape() as tape:
+                    tape.watch(h)
+                    out = stage(h, training=True)
+                    if s == len(stages) - 1:
+                        out = loss_fn(yi, out) / (m_used if scale else 1)
+                kept[s].append((tape, h, out))
+                h = out
+        sums = [None] * len(stages)
+        for i in range(m_used):
+            out_grad = None
+            for s in reversed(range(len(stages))):
+                tape, h, out = kept[s][i]
+                with tf.device(devices[s] if place_backward else "/CPU:0"):
+                    h_grad, *grads = tape.gradient(
+                        out, [h, *stages[s].trainable_variables],
+                        output_gradients=out_grad if pass_grad else None)
+                    sums[s] = grads if sums[s] is None else [a + g for a, g in zip(sums[s], grads)]
+                out_grad = h_grad
+        return sums
+    return gpipe
+
+devs = ["/CPU:1", "/CPU:2"]
+assert _evaluate("05.3", make(), devs).ok, _evaluate("05.3", make(), devs)
+assert "m times" in _evaluate("05.3", make(scale=False), devs).message
+assert "micro-batches of 2" in _evaluate("05.3", make(split=False), devs).message
+hint = _evaluate("05.3", make(place_backward=False), devs).message
+assert "CPU:0" in hint and "backward" in hint, hint
+hint = _evaluate("05.3", make(pass_grad=False), devs).message
+assert "gradient of its output" in hint, hint
+flat = lambda *a: [g for stage in make()(*a) for g in stage]  # noqa: E731
+assert "one list per stage" in _evaluate("05.3", flat, devs).message
+assert _evaluate("05.3", None, devs).status == "not attempted"  # (a ... body: test_checks)
 print("ok")
 """
     )

@@ -1,3 +1,4 @@
+import ast
 import json
 import pathlib
 import re
@@ -104,11 +105,18 @@ def test_lesson_04_sizes_at_smoke_and_cpu_are_the_lessons_own():
     assert lesson_sizes.STRONG_GLOBAL_BATCH == {"smoke": 2 * 16, "cpu": 2 * 16, "gpu": 32}
 
 
-def test_lesson_05_takes_its_sizes_from_lesson_sizes():
+def test_lesson_05_writes_the_sizes_the_memory_model_checks():
+    """Lesson 05 writes its sizes itself (issue 19); they must be the ones checked here."""
     sizes = _setup_and_sizes("05_resnet50_model_parallel.ipynb", "05")
-    assert sizes["IMG"].startswith("pick(**lesson_sizes.PIPELINE_IMAGE)")
-    assert sizes["BATCH"].startswith("pick(**lesson_sizes.PIPELINE_BATCH)")
-    assert f"gpu={lesson_sizes.MICRO_BATCHES})" in sizes["MICRO"]
+
+    def picked(name):
+        call = ast.parse(sizes[name].split("  #")[0]).body[0].value
+        assert isinstance(call, ast.Call) and call.func.id == "pick", sizes[name]
+        return {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+
+    assert picked("IMG") == lesson_sizes.PIPELINE_IMAGE
+    assert picked("BATCH") == lesson_sizes.PIPELINE_BATCH
+    assert picked("MICRO")["gpu"] == lesson_sizes.MICRO_BATCHES
 
 
 def test_device_limits():

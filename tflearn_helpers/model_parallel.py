@@ -10,13 +10,11 @@ the pipeline schedules are the lesson's own code.
 from __future__ import annotations
 
 import re
-from itertools import pairwise
 
 __all__ = [
     "activation_bytes",
     "balance",
     "block_boundaries",
-    "group_sums",
     "segment_models",
     "time_segments",
 ]
@@ -32,34 +30,34 @@ def block_boundaries(model) -> list[str]:
     return names
 
 
-def segment_models(model, cuts: list[str]) -> list:
-    """Unplaced sub-models between consecutive cuts (sharing ``model``'s layers and weights):
-    to measure what each segment costs, and to place as stages (lesson 05 clones each one
-    inside its device scope). Each cut must be a layer whose output is the only tensor later
-    layers need (a block output in ResNet); anything else is refused with a clear error."""
+def segment_models(model, cuts):
+    """The sub-models between consecutive cut layers: from the input to the first cut's output,
+    from there to the next, ..., from the last cut to the model's output. Unplaced; they share
+    the model's layers and weights. Defined in lesson 05 (notebooks/05_resnet50_model_parallel
+    .ipynb, section 3), which explains it; exercises and benchmarks reuse it from here, with
+    clear errors for cuts that are not layers of the model or not in its order.
+    tests/test_model_parallel.py checks that this is the lesson's code (argument checks aside).
+    A cut that is not clean (later layers need other tensors too: inside a ResNet block) makes
+    ``keras.Model`` raise."""
     import keras
 
-    cuts = list(cuts)
-    order = {layer.name: i for i, layer in enumerate(model.layers)}
-    missing = [c for c in cuts if c not in order]
-    if missing:
-        hint = ", ".join(n for n in order if _BLOCK_OUT.match(n))[:200]
-        raise ValueError(f"no layer named {missing} in {model.name!r}; cut candidates: {hint}")
-    if [order[c] for c in cuts] != sorted(order[c] for c in cuts) or len(set(cuts)) < len(cuts):
-        raise ValueError(f"cuts must be distinct and in the model's layer order, got {cuts}")
+    _check_cuts(model, cuts)
     ends = [model.get_layer(c).output for c in cuts] + list(model.outputs)
     starts = list(model.inputs) + ends[:-1]
-    segments = []
-    for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
-        try:
-            segments.append(keras.Model(start, end))
-        except ValueError as err:
-            raise ValueError(
-                f"cannot cut at {cuts[i - 1] if i else 'the input'!r} -> "
-                f"{cuts[i] if i < len(cuts) else 'the output'!r}: layers after the cut need "
-                f"other tensors too, so it is not a clean cut ({err})"
-            ) from None
-    return segments
+    return [keras.Model(start, end) for start, end in zip(starts, ends, strict=True)]
+
+
+def _check_cuts(model, cuts) -> None:
+    if not all(isinstance(c, str) for c in cuts) or not hasattr(model, "get_layer"):
+        raise TypeError("pass a Keras functional model and a list of layer names to cut after")
+    order = {layer.name: i for i, layer in enumerate(model.layers)}
+    if any(c not in order for c in cuts):
+        raise ValueError(
+            f"no layer named {[c for c in cuts if c not in order]} in {model.name!r}; cut "
+            f"candidates: {', '.join(n for n in order if _BLOCK_OUT.match(n))[:200]}"
+        )
+    if [order[c] for c in cuts] != sorted(order[c] for c in cuts) or len(set(cuts)) < len(cuts):
+        raise ValueError(f"cuts must be distinct and in the model's layer order, got {list(cuts)}")
 
 
 def time_segments(segments, x, steps: int = 3) -> list[float]:
@@ -105,12 +103,6 @@ def balance(costs: list[float], stages: int) -> list[int]:
         j = cut[k][j]
         bounds.append(j)
     return [b - 1 for b in reversed(bounds[:-1])]
-
-
-def group_sums(costs: list[float], last_segments: list[int]) -> list[float]:
-    """The total cost of each group given by ``balance``'s result."""
-    edges = [-1] + list(last_segments) + [len(costs) - 1]
-    return [sum(costs[a + 1 : b + 1]) for a, b in pairwise(edges)]
 
 
 def activation_bytes(model, batch: int) -> tuple[int, int]:

@@ -311,8 +311,8 @@ def differs_from_taught(helper, path: Path) -> str | None:
     """None when the package function ``helper`` is the code lesson ``path`` writes, else why.
 
     Compared by AST, ignoring comments and docstrings, and ignoring the helper's leading
-    argument checks: ``import`` statements, ``validate.*(...)`` calls and ``if ...: raise``
-    blocks before its first other statement.
+    argument checks: ``import`` statements, ``validate.*(...)`` and ``_check*(...)`` calls and
+    ``if ...: raise`` blocks before its first other statement.
     """
     import ast
     import inspect
@@ -356,6 +356,8 @@ def _is_argument_check(node) -> bool:
         return True
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
         func = node.value.func
+        if isinstance(func, ast.Name):
+            return func.id.startswith("_check")
         return isinstance(func, ast.Attribute) and getattr(func.value, "id", "") == "validate"
     return isinstance(node, ast.If) and all(isinstance(n, ast.Raise) for n in node.body)
 

@@ -3,7 +3,10 @@
 05.1 runs the learner's own code: it reads where the stages' parameters live (each
 variable's device), runs the learner's forward function and reads which devices executed
 its ops (the per-device graphs TensorFlow ran), compares its output with the unsplit
-model, and runs one training step. Hints say what is wrong, never where to cut.
+model, runs one training step and reads where its backward pass and updates ran and where
+the optimizers keep their variables (slots). 05.3 runs the learner's GPipe schedule on a
+small two-stage model and compares its gradients with one full-batch tape.gradient. Hints
+say what is wrong, never where to cut or what to write.
 """
 
 from __future__ import annotations
@@ -11,12 +14,13 @@ from __future__ import annotations
 from .. import validate
 from ..checks import exercise
 from ..measure import pipeline_bubble
-from ..placement import compute_op_counts, parameters_per_device
+from ..placement import compute_op_counts, op_devices, parameters_per_device
 
 __all__ = [
     "BALANCE_TOLERANCE",
     "KEYS",
     "RESNET101_BLOCKS",
+    "gpipe_schedule",
     "micro_batches_for_bubble",
     "resnet101_split",
 ]
@@ -25,20 +29,23 @@ __all__ = [
 RESNET101_BLOCKS = 33
 #: "Balanced": the fullest device holds at most this many times an equal share of parameters.
 BALANCE_TOLERANCE = 1.25
-KEYS = ("model", "stages", "forward", "train_step")
+KEYS = ("model", "stages", "optimizers", "forward", "train_step")
 
 
 @exercise("05.1")
 def resnet101_split(answer):
-    """answer: dict(model=ResNet-101, stages=[placed Keras models], forward=fn, train_step=fn)."""
+    """answer: dict(model=ResNet-101, stages=[placed Keras models], optimizers=[one per
+    stage], forward=fn, train_step=fn)."""
     if not isinstance(answer, dict) or set(answer) != set(KEYS):
         return f"answer with a dict whose keys are exactly {', '.join(KEYS)}"
     model, stages = answer["model"], list(answer["stages"])
     hint = _check_model(model) or _check_parameters(model, stages)
     if hint:
         return hint
-    return _check_forward(model, stages, answer["forward"]) or _check_training(
-        stages, answer["train_step"], model
+    return (
+        _check_forward(model, stages, answer["forward"])
+        or _check_training(stages, answer["train_step"], model)
+        or _check_optimizers(stages, answer["optimizers"])
     )
 
 
@@ -114,6 +121,29 @@ def _check_training(stages, train_step, model):
         pairs = zip(stage.trainable_variables, old, strict=True)
         if all(np.array_equal(v.numpy(), o) for v, o in pairs):
             return f"after train_step, stage {i}'s weights did not change: is it updated?"
+    stage_devices = {next(iter(parameters_per_device(s.weights))) for s in stages}
+    ran = compute_op_counts(train_step, x, y)
+    elsewhere = sorted(set(ran) - stage_devices)
+    if sum(ran[d] for d in elsewhere) > 0.1 * sum(ran.values()):  # more than a loss or a split
+        return (
+            f"train_step computed on {elsewhere}, where no stage lives: where do the "
+            "backward pass and the update of each stage run?"
+        )
+    return None
+
+
+def _check_optimizers(stages, optimizers):
+    optimizers = list(optimizers) if isinstance(optimizers, list | tuple) else [optimizers]
+    if not optimizers or not all(hasattr(o, "variables") for o in optimizers):
+        return "answer['optimizers'] should be the list of your stages' Keras optimizers"
+    stage_devices = {next(iter(parameters_per_device(s.weights))) for s in stages}
+    kept = parameters_per_device([v for o in optimizers for v in o.variables])
+    elsewhere = sorted(set(kept) - stage_devices)
+    if elsewhere:
+        return (
+            f"your optimizers keep variables (step counts or slots) on {elsewhere}, where no "
+            "stage lives: where and when is each optimizer built?"
+        )
     return None
 
 
@@ -127,4 +157,95 @@ def micro_batches_for_bubble(answer):
         return f"with {answer} micro-batches the bubble is still {bubble:.1%}: more are needed"
     if answer > 1 and pipeline_bubble(4, answer - 1) <= 0.10:
         return f"{answer} keeps the bubble under 10 %, but fewer would too"
+    return None
+
+
+class _CountingStage:
+    """A stage for 05.3: a Keras model that records the batch size of every call."""
+
+    def __init__(self, model):
+        self.model, self.calls = model, []
+
+    @property
+    def trainable_variables(self):
+        return self.model.trainable_variables
+
+    def __call__(self, x, training=False):
+        self.calls.append(int(x.shape[0]))
+        return self.model(x, training=training)
+
+
+@exercise("05.3")
+def gpipe_schedule(gpipe_gradients, devices):
+    """gpipe_gradients(stages, devices, x, y, m) -> each stage's gradients, summed over the
+    m micro-batches, of the mean loss over the whole batch (GPipe: all F, then all B)."""
+    import keras
+    import tensorflow as tf
+
+    devices = list(devices)
+    if len(devices) < 2:
+        return "pass at least two devices for the two stages (the lesson's DEVICES)"
+    stages = _two_stages(devices[:2])
+    x = tf.random.stateless_normal((8, 8), seed=(3, 4))
+    y = tf.constant([0, 1, 2, 3, 4, 0, 1, 2])
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, stages[1].model(stages[0].model(x)))
+    want = tape.gradient(loss, [s.trainable_variables for s in stages])
+    got = gpipe_gradients(stages, devices[:2], x, y, 4)
+    sizes = [s.calls for s in stages]
+    if sizes != [[2] * 4, [2] * 4]:
+        return (
+            f"the stages saw batches of {sizes[0]} and {sizes[1]} examples; with m=4 and 8 "
+            "examples each stage should run 4 micro-batches of 2"
+        )
+    hint = _compare_gradients(got, want)
+    if hint:
+        return hint
+    ran = op_devices(gpipe_gradients, stages, devices[:2], x, y, 4)
+    matmuls = {device for op, device in ran if "MatMul" in op}  # forward and backward alike
+    wanted = {next(iter(parameters_per_device(s.model.weights))) for s in stages}
+    if matmuls != wanted:
+        return (
+            f"your schedule multiplied matrices on {sorted(matmuls)}, but the stages live on "
+            f"{sorted(wanted)}: where do the forward and the backward passes run?"
+        )
+    return None
+
+
+def _two_stages(devices):
+    import keras
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(7)
+    stages = []
+    for device, (inputs, width) in zip(devices, ((8, 16), (16, 5)), strict=True):
+        with tf.device(device):
+            stage = keras.Sequential([keras.layers.Dense(width, activation="tanh")])
+            stage.build((None, inputs))
+        stages.append(_CountingStage(stage))
+    return stages
+
+
+def _compare_gradients(got, want):
+    import numpy as np
+
+    try:
+        got = [[np.asarray(g) for g in stage] for stage in got]
+        pairs = [
+            (g, w.numpy())
+            for gs, ws in zip(got, want, strict=True)
+            for g, w in zip(gs, ws, strict=True)
+        ]
+    except (TypeError, ValueError):
+        return "return one list per stage, each with a gradient for every trainable variable"
+    if any(g.shape != w.shape for g, w in pairs):
+        return "return one list per stage, the gradients in the order of trainable_variables"
+    if all(np.allclose(g, 4 * w, rtol=1e-4, atol=1e-6) for g, w in pairs):
+        return "your gradients are m times the full-batch ones: what does each micro-batch weigh?"
+    if not all(np.allclose(g, w, rtol=1e-4, atol=1e-6) for g, w in pairs):
+        return (
+            "your gradients differ from one full-batch tape.gradient: does each stage's "
+            "backward pass receive the gradient of its output?"
+        )
     return None
