@@ -111,7 +111,14 @@ def test_run_one_reads_the_runner_summary_and_reports_a_runner_that_died(tmp_pat
 
 def test_run_one_reads_the_failing_cell_from_the_runner_summary(tmp_path):
     fake = tmp_path / "fake_python"
-    summary = [{"status": "failed", "seconds": 12.5, "cell": 7, "error": "AssertionError: x"}]
+    summary = [
+        {
+            "status": "failed",
+            "seconds": 12.5,
+            "cell": 7,
+            "error": "\x1b[31mAssertionError\x1b[39m: x",
+        }
+    ]
     fake.write_text(
         f"#!{sys.executable}\nimport json, sys\nfrom pathlib import Path\n"
         "out = Path(sys.argv[sys.argv.index('--out') + 1])\n"

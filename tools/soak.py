@@ -22,6 +22,7 @@ import csv
 import io
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -34,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("notebooks", "solutions", "exercises")
 HEADERS = ("notebook", "runs", "passed", "failed", "median s", "max s", "over budget", "failures")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours of an IPython traceback
 TAG_ENV = "TFLEARN_LEFTOVERS_TAG"  # tflearn_helpers.tooling.leftovers: each runner sets its own
 
 
@@ -77,7 +79,9 @@ def run_one(notebook: str, run: int, out: Path, python: str, timeout: float) -> 
     if summary.exists():
         (r,) = json.loads(summary.read_text())
         result.update(status=r["status"], seconds=r["seconds"], cell=r.get("cell"))
-        result.update(error=r.get("error", ""), left_running=r.get("left_running", []))
+        result.update(
+            error=ANSI.sub("", r.get("error", "")), left_running=r.get("left_running", [])
+        )
     else:  # the runner itself died or hung: say so, with its exit code
         tail = (where / "runner.log").read_text().strip().splitlines()[-1:] or [""]
         result.update(status="failed", seconds=time.monotonic() - wall, cell=None,
