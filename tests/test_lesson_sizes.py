@@ -102,7 +102,7 @@ def test_lesson_04_sizes_at_smoke_and_cpu_are_the_lessons_own():
             and lesson_sizes.PER_REPLICA_BATCH[profile] == 16
         )
         assert lesson_sizes.BN_PER_REPLICA_BATCH[profile] == lesson_sizes.PER_REPLICA_BATCH[profile]
-    assert lesson_sizes.STRONG_GLOBAL_BATCH == {"smoke": 2 * 16, "cpu": 2 * 16, "gpu": 32}
+    assert lesson_sizes.STRONG_GLOBAL_BATCH == {"smoke": 2 * 64, "cpu": 2 * 16, "gpu": 32}
 
 
 def test_lesson_05_writes_the_sizes_the_memory_model_checks():

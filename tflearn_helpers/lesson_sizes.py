@@ -91,7 +91,7 @@ RESNET_IMAGE = {"smoke": 32, "cpu": 32, "gpu": 224}  # lesson 04
 PER_REPLICA_BATCH = {"smoke": 16, "cpu": 16, "gpu": 32}  # lesson 04: global = this x N
 BN_PER_REPLICA_BATCH = {"smoke": 16, "cpu": 16, "gpu": 8}  # lesson 04's BatchNorm comparison
 # lesson 04's strong scaling: one device trains this whole global batch (smoke: a small net)
-STRONG_GLOBAL_BATCH = {"smoke": 32, "cpu": 32, "gpu": 32}
+STRONG_GLOBAL_BATCH = {"smoke": 128, "cpu": 32, "gpu": 32}
 PIPELINE_IMAGE = {"smoke": 32, "cpu": 64, "gpu": 224}  # lesson 05
 PIPELINE_BATCH = {"smoke": 8, "cpu": 32, "gpu": 16}  # lesson 05
 MICRO_BATCHES = (1, 2, 4, 8)
