@@ -107,7 +107,6 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
-    from nbconvert import HTMLExporter
     from traitlets.config import Config
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -159,11 +158,19 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
         if result["status"] == "passed":  # the course promises nothing is left running
             result.update(status="failed", cell=None, error="left processes or ports behind")
     result["headlines"] = _read_jsonl(headlines)
+    result["html"] = _save(nb, path, out_dir)
+    return result
+
+
+def _save(nb, path: Path, out_dir: Path) -> str:
+    """Write the executed notebook and its HTML rendering; the HTML's path for the index."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
     nbformat.write(nb, str(out_dir / path.name))
     body, _ = HTMLExporter().from_notebook_node(nb)
     (out_dir / f"{path.stem}.html").write_text(body)
-    result["html"] = f"{path.parent.name}/{path.stem}.html"
-    return result
+    return f"{path.parent.name}/{path.stem}.html"
 
 
 def _hide_tf_log(nb) -> int:
