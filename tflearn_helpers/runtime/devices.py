@@ -77,7 +77,7 @@ def plan_devices(requested: int | None, n_gpus: int) -> DevicePlan:
 
 
 def apply_plan(plan: DevicePlan, gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB) -> None:
-    """Configure TensorFlow's logical devices; must run before TensorFlow's first op."""
+    """Configure TensorFlow's logical devices; must run before TensorFlow's runtime initialises."""
     import tensorflow as tf
 
     if plan.kind == "CPU":

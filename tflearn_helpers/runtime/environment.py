@@ -95,7 +95,7 @@ def setup_course(
     scale: "smoke", "cpu" or "gpu" (default: ``$TFLEARN_SCALE``, else by hardware).
     legacy_keras: use tf_keras (Keras 2) for the strategies Keras 3 dropped.
     onednn: force oneDNN CPU kernels on or off (default: the course setting, see lesson 00).
-    log_placement: log every op's device (TensorFlow honours it only before its first op).
+    log_placement: log every op's device (honoured only before the runtime initialises).
     intra_op_threads: threads one op may use (default: all cores); 1 lets ops on two
         simulated CPU devices run side by side instead of each taking every core.
     """
