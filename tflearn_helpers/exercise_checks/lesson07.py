@@ -50,11 +50,7 @@ def ring_collectives(reduce_scatter, all_gather, devices):
         with tf.device(device):
             values.append(tf.random.stateless_normal([elements], seed=(i, 11)))
     total = np.sum([v.numpy() for v in values], axis=0).reshape(n, -1)
-    send = _CountingSend(devices)
-    owned = reduce_scatter(values, devices, send)
-    if owned is None or len(owned) != n:
-        return f"reduce_scatter should return one chunk per device ({n}), got {owned!r:.80}"
-    problem = _ring_problem(send, n, 4 * elements, "reduce_scatter")
+    owned, problem = _run_ring(reduce_scatter, "reduce_scatter", values, devices, 4 * elements)
     if problem:
         return problem
     for i, piece in enumerate(owned):
@@ -66,11 +62,7 @@ def ring_collectives(reduce_scatter, all_gather, devices):
             return f"device {i} should end with the sum of chunk {i} over all devices"
         if _index(piece) != i:
             return f"the sum of chunk {i} is not on device {i}: add it where it arrives"
-    send = _CountingSend(devices)
-    gathered = all_gather(owned, devices, send)
-    if gathered is None or len(gathered) != n:
-        return f"all_gather should return one tensor per device ({n}), got {gathered!r:.80}"
-    problem = _ring_problem(send, n, 4 * elements, "all_gather")
+    gathered, problem = _run_ring(all_gather, "all_gather", owned, devices, 4 * elements)
     if problem:
         return problem
     for i, full in enumerate(gathered):
@@ -79,6 +71,16 @@ def ring_collectives(reduce_scatter, all_gather, devices):
         if _index(full) != i:
             return f"device {i}'s gathered tensor is not on device {i} (tf.device)"
     return None
+
+
+def _run_ring(fn, name, inputs, devices, nbytes):
+    """Call the learner's ``fn`` with a counting send; (its result, what is wrong or None)."""
+    n, each = len(devices), "one chunk" if name == "reduce_scatter" else "one tensor"
+    send = _CountingSend(devices)
+    out = fn(inputs, devices, send)
+    if out is None or len(out) != n:
+        return None, f"{name} should return {each} per device ({n}), got {out!r:.80}"
+    return out, _ring_problem(send, n, nbytes, name)
 
 
 def _ring_problem(send, n: int, size: int, name: str):
