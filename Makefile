@@ -1,12 +1,14 @@
 # tflearn: the course's commands. Each target creates what it needs from scratch.
 #   make test    lint, unit tests, every notebook and solution under nbval, Run All of the
 #                exercises unfilled, Run All of everything on the oldest stack, and a real
-#                browser running Run All in JupyterLab (smoke scale)
+#                browser running Run All in JupyterLab (smoke scale); six jobs, two at a time
 #   make course  execute the whole course at the default scale into build/ (HTML + index)
 #   make lab     JupyterLab on the course
 #   make doctor  is this machine ready? (versions, devices, a 2-replica step, a gRPC round trip)
 #   make soak    Run All of every lesson, solution and unfilled exercise SOAK_RUNS times (5),
 #                two at a time, into a pass-rate table in build/soak/ (not part of make test)
+#   make soak-lab  Run All of lesson SOAK_LAB (06) SOAK_LAB_RUNS times (10) in JupyterLab in
+#                headless Chromium, each in a fresh kernel (the browser test, repeated)
 PYTHON ?= python3
 PYTHON_LEGACY ?= python3.11
 PYTHON_OLDEST ?= $(shell tools/find_python.sh 3.12)
@@ -18,8 +20,8 @@ BIN := $(VENV)/bin
 PIP_FLAGS := -q --disable-pip-version-check
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: test test-main unit notebooks run-all run-all-exercises run-all-oldest course lab doctor \
-	lint format exercises env legacy-env oldest-env browser-deps network-deps soak clean
+.PHONY: test test-unit test-browser test-nbval-lessons test-nbval-solutions unit notebooks run-all run-all-exercises run-all-oldest course lab doctor \
+	lint format exercises env legacy-env oldest-env browser-deps network-deps soak soak-lab clean
 
 env: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
@@ -62,24 +64,38 @@ network-deps: browser-deps
 			iproute2 >/dev/null; }
 
 # The environments install side by side (downloads and unpacking: they wait on the network
-# and the disk, not on each other). The main lane and the Run All lanes run side by side only
-# with 4 cores or more: on 2 cores every lesson already keeps both busy, and two lanes at once
-# would only stretch each lesson against its time budget. Each step prints how long it took.
-CORES := $(shell nproc 2>/dev/null || echo 2)
+# and the disk, not on each other). Then the six test jobs run two at a time, longest first
+# (make -j2 hands a free slot to the next job in the list; output grouped per job, -Oline):
+# one lane alone keeps 2 cores only about 1.5 busy on average (kernel starts, imports,
+# servers waiting for each other; tools/timed.sh prints each job's cores), and every lesson
+# must hold its asserts on a busy machine anyway (the soak runs two at a time). The lessons'
+# own time budgets are measured one notebook at a time by benchmarks/course_cost.py.
 TIMED := tools/timed.sh
+NBVAL := --nbval-lax --nbval-cell-timeout=900 --durations=10 -p no:randomly
+TEST_JOBS := run-all-oldest test-unit test-nbval-lessons test-browser test-nbval-solutions \
+	run-all-exercises
 
 test:
 	@$(TIMED) "environments and chromium" $(MAKE) --no-print-directory -j4 \
 		env legacy-env oldest-env browser-deps network-deps
-	@if [ $(CORES) -ge 4 ]; then $(MAKE) --no-print-directory -j2 test-main run-all; \
-	else $(MAKE) --no-print-directory test-main && $(MAKE) --no-print-directory run-all; fi
-
-test-main: env legacy-env browser-deps network-deps
-	@echo "== lint (ruff), unit tests + browser test, every notebook and solution under nbval"
 	@$(TIMED) "lint" sh -c '$(BIN)/ruff format --check . && $(BIN)/ruff check .'
-	@TFLEARN_SCALE=smoke $(TIMED) "pytest: unit tests, browser, nbval" $(BIN)/python -m pytest \
-		-q tests notebooks solutions --nbval-lax --nbval-cell-timeout=900 --durations=25 \
-		-p no:randomly
+	@$(TIMED) "the test jobs, two at a time" $(MAKE) --no-print-directory -j2 -Oline $(TEST_JOBS)
+
+test-unit: env legacy-env network-deps
+	@TFLEARN_SCALE=smoke $(TIMED) "pytest: unit tests" $(BIN)/python -m pytest -q tests \
+		--ignore=tests/test_browser.py --durations=15 -p no:randomly
+
+test-browser: env legacy-env browser-deps
+	@TFLEARN_SCALE=smoke $(TIMED) "pytest: Run All in JupyterLab (browser)" $(BIN)/python -m \
+		pytest -q tests/test_browser.py -p no:randomly
+
+test-nbval-lessons: env legacy-env network-deps
+	@TFLEARN_SCALE=smoke $(TIMED) "pytest: nbval, lessons" $(BIN)/python -m pytest -q notebooks \
+		$(NBVAL)
+
+test-nbval-solutions: env legacy-env
+	@TFLEARN_SCALE=smoke $(TIMED) "pytest: nbval, solutions" $(BIN)/python -m pytest -q \
+		solutions $(NBVAL)
 
 # Run All as learners press it (plain nbclient: the first cell that raises stops a notebook).
 # nbval above already runs notebooks/ and solutions/ cell by cell on the main stack.
@@ -87,8 +103,8 @@ run-all: run-all-exercises run-all-oldest
 
 run-all-exercises: env
 	@echo "== Run All: every exercise notebook, unfilled, on the main stack"
-	@TFLEARN_SCALE=smoke $(TIMED) "Run All, exercises, main stack" $(BIN)/python -m \
-		tflearn_helpers course --folders exercises --out $(RUN_ALL)/main
+	@TFLEARN_SCALE=smoke $(TIMED) "Run All, exercises, main stack" $(BIN)/python \
+		tools/course.py --folders exercises --out $(RUN_ALL)/main
 
 # From a wheel (not editable) and a folder outside the repository, as on Colab. Lab 01b is
 # left out: it runs on its own TensorFlow 2.15 kernel, whatever the main stack is.
@@ -100,7 +116,7 @@ run-all-oldest: env oldest-env
 	$(OLDEST)/bin/python -m pip check
 	@tmp=$$(mktemp -d) && cp -r notebooks solutions exercises $$tmp/ && cd $$tmp && \
 		TFLEARN_SCALE=smoke $(abspath $(TIMED)) "Run All, oldest stack" \
-		$(abspath $(OLDEST))/bin/python -m tflearn_helpers course --root . \
+		$(abspath $(OLDEST))/bin/python $(abspath tools/course.py) --root . \
 		--folders notebooks,solutions,exercises --exclude 01b_ --out $(abspath $(RUN_ALL))/oldest; \
 		rc=$$?; rm -rf $$tmp; exit $$rc
 
@@ -112,7 +128,7 @@ notebooks: env legacy-env
 		--nbval-cell-timeout=900 --durations=0
 
 course: env legacy-env network-deps
-	$(BIN)/python -m tflearn_helpers course --out build
+	$(BIN)/python tools/course.py --out build
 
 lab: env legacy-env
 	$(BIN)/jupyter lab
@@ -122,6 +138,12 @@ SOAK_RUNS ?= 5
 soak: env legacy-env
 	@echo "== soak: Run All of every notebook $(SOAK_RUNS) times, two at a time (plain nbclient)"
 	$(BIN)/python tools/soak.py --runs $(SOAK_RUNS)
+
+SOAK_LAB ?= 06
+SOAK_LAB_RUNS ?= 10
+soak-lab: env browser-deps
+	TFLEARN_BROWSER_LESSONS=$(SOAK_LAB) TFLEARN_BROWSER_REPEAT=$(SOAK_LAB_RUNS) TFLEARN_SCALE=smoke \
+		$(BIN)/python -m pytest -q tests/test_browser.py -p no:randomly --durations=0
 
 doctor: env
 	$(BIN)/python -m tflearn_helpers doctor

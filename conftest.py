@@ -9,11 +9,14 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from tflearn_helpers.tooling import leftovers
+sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
+import leftovers  # noqa: E402  (tools/leftovers.py: repository tooling, not in the wheel)
 
 _before: dict[str, leftovers.Snapshot] = {}
 _started: dict[str, float] = {}

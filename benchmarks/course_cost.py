@@ -15,10 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
-from tflearn_helpers import precision, print_table
-from tflearn_helpers.tooling import course
+from tflearn_helpers import precision, report
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import course  # noqa: E402  (tools/course.py: the course runner)
 
 BUDGET = {"smoke": 60, "cpu": 180}  # seconds per lesson on 2 cores (the brief, issue 23)
 
@@ -51,14 +54,14 @@ def main() -> None:
         rows.append(row)
     cores = os.cpu_count()
     print(f"\n{cores} cores; load average when it started: {load:.1f}")
-    print_table(rows, ("lesson", *(f"{s}: time / budget" for s in scales)))
+    print(report.format_table(rows, ("lesson", *(f"{s}: time / budget" for s in scales))))
     steps = precision.probe(120)
     f32 = steps["float32"]
-    print_table(
+    print(report.format_table(
         [(p, "too slow here (> 120 s or 20x float32)" if s is None else f"{s * 1e3:.1f} ms",
           f"{s / f32:.2f}x" if s and f32 else "-") for p, s in steps.items()],
         ("policy (tiny CPU step)", "step time", "step time / float32's"),
-    )  # fmt: skip
+    ))  # fmt: skip
     print(f"CPU flags read: {precision.cpu_features()}")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import platform
 
-from tflearn_helpers import cpu_speed, print_table
+from tflearn_helpers import cpu_speed, report
 
 
 def main() -> None:
@@ -27,12 +27,19 @@ def main() -> None:
         f"{args.model}, batch {args.batch}, {args.image_size}x{args.image_size}, "
         f"{args.steps} timed steps, on {platform.processor() or platform.machine()}"
     )
-    print_table(
-        [
-            (name, "on" if r.onednn else "off", str(r.timing), f"{r.timing.rate(args.batch):.1f}")
-            for name, r in runs.items()
-        ],
-        ("setting", "oneDNN", "training step", "images/s"),
+    print(
+        report.format_table(
+            [
+                (
+                    name,
+                    "on" if r.onednn else "off",
+                    str(r.timing),
+                    f"{r.timing.rate(args.batch):.1f}",
+                )
+                for name, r in runs.items()
+            ],
+            ("setting", "oneDNN", "training step", "images/s"),
+        )
     )
     ratio = runs["tensorflow default"].timing.median / runs["course"].timing.median
     print(f"ratio (TensorFlow default step time / course step time): {ratio:.2f}x")

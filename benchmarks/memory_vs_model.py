@@ -18,7 +18,7 @@ import os
 import statistics
 import sys
 
-from tflearn_helpers import memory, memory_probe, print_table
+from tflearn_helpers import memory, memory_probe, report
 
 CASES = [
     ("resnet50", 64, 8, "float32"),
@@ -81,11 +81,11 @@ def report_sweep(rows, tolerance: float) -> float:
     """Print the predicted-vs-measured table; return the largest relative error."""
     mib = memory.MiB
     print("compiled step (tf.function), Adam, CPU with TF_CPU_ALLOCATOR_USE_BFC=true:")
-    print_table(
+    print(report.format_table(
         [(m, f"{i}x{i}", b, p, f"{g / mib:,.0f}", f"{peak / mib:,.0f}", f"{g / peak:.2f}")
          for m, i, b, p, g, peak in rows],
         ("model", "image", "batch", "dtype policy", "model MiB", "measured MiB", "model/measured"),
-    )  # fmt: skip
+    ))  # fmt: skip
     worst = max(abs(g / peak - 1) for *_, g, peak in rows)
     print(f"largest error: {worst:.0%} (tolerance {tolerance:.0%})")
     return worst

@@ -61,7 +61,7 @@ def child(n: int, args) -> dict:
     allreduce_s = 0.0
     if n > 1:  # the gradient's all-reduce alone, as one tensor (lesson 03's timing)
         floats = sum(int(tf.size(v)) for v in model.trainable_variables)
-        allreduce_s = allreduce.time_allreduce(strategy, floats, steps=3).median
+        allreduce_s = statistics.median(allreduce.time_allreduce(strategy, floats, steps=3))
     return {"n": n, "kind": course.plan.kind, "onednn": course.onednn, "traced_s": traced,
             "step_s": statistics.median(samples), "allreduce_s": allreduce_s}  # fmt: skip
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import platform
 
-from tflearn_helpers import precision, print_table
+from tflearn_helpers import precision, report
 
 NAMES = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
 
@@ -38,7 +38,11 @@ def main() -> None:
                 continue
             ratio = f"{s / f32:.2f}x" if f32 else "-"
             rows.append(("on" if onednn else "off", NAMES[policy], f"{s * 1e3:.1f}", ratio))
-    print_table(rows, ("oneDNN", "policy", "ms per step (1 thread)", "step time / float32's"))
+    print(
+        report.format_table(
+            rows, ("oneDNN", "policy", "ms per step (1 thread)", "step time / float32's")
+        )
+    )
 
 
 def too_slow(args) -> str:

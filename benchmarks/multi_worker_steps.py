@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tflearn_helpers import cluster, multi_worker, print_table, scripts  # noqa: E402
+from tflearn_helpers import cluster, multi_worker, report, scripts  # noqa: E402
 
 
 def step_seconds(workers: int, args) -> float:
@@ -62,7 +62,11 @@ def main(argv=None) -> int:
         (n, n * args.per_worker_batch, f"{t * 1e3:.2f}", f"{t / base:.2f}")
         for n, t in times.items()
     ]
-    print_table(rows, ("workers", "global batch", "median step ms", f"ratio vs {sizes[0]}"))
+    print(
+        report.format_table(
+            rows, ("workers", "global batch", "median step ms", f"ratio vs {sizes[0]}")
+        )
+    )
     return 0
 
 

@@ -232,7 +232,7 @@ def table(settings, samples, k):
 
 def run_one_setting(args) -> dict:
     """Measure every setting in this process with ``args.intra_op_threads``; print the table."""
-    from tflearn_helpers import print_table, setup_course
+    from tflearn_helpers import report, setup_course
 
     if args.inter_op_threads:  # read once, when TensorFlow's runtime starts
         os.environ["TF_NUM_INTEROP_THREADS"] = str(args.inter_op_threads)
@@ -250,7 +250,7 @@ def run_one_setting(args) -> dict:
     samples = measure_settings(trainer, x, y, settings, args.steps)
     rows, seconds = table(settings, samples, trainer.k)
     headers = ("setting", "step ms", "vs naive", "limit", "idle", "idle model", "cores busy")
-    print_table(rows, headers)
+    print(report.format_table(rows, headers))
     best = min(seconds, key=lambda name: seconds[name] if name != "naive" else float("inf"))
     ratio = seconds["naive"] / seconds[best]
     print(f"best pipelined setting ({best}) vs naive: throughput ratio {ratio:.2f}x")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from tflearn_helpers import between_graph_runs, cluster, print_table  # noqa: E402
+from tflearn_helpers import between_graph_runs, cluster, report  # noqa: E402
 
 COUNTS = (1, 2, 4)
 MODES = ("async", "sync")
@@ -77,7 +77,7 @@ def main() -> None:
         f"{os.cpu_count()} CPU cores, {args.updates} updates x {args.repeats} repeats, "
         f"batch {args.batch} per worker step, 2 ps tasks, one process per worker"
     )
-    print_table([_row(results, n) for n in counts], HEADERS)
+    print(report.format_table([_row(results, n) for n in counts], HEADERS))
 
 
 HEADERS = (

@@ -18,7 +18,7 @@ import statistics
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from tflearn_helpers import cluster, parameter_server, print_table  # noqa: E402
+from tflearn_helpers import cluster, parameter_server, report  # noqa: E402
 
 COUNTS = (1, 2, 4)
 
@@ -47,7 +47,9 @@ def main() -> None:
     print(
         f"{os.cpu_count()} CPU cores, {args.steps} steps x {args.repeats} repeats, work={args.work}"
     )
-    print_table(rows, ("workers", "median steps/s", "min", "max", "ratio to 1 worker"))
+    print(
+        report.format_table(rows, ("workers", "median steps/s", "min", "max", "ratio to 1 worker"))
+    )
 
 
 if __name__ == "__main__":

@@ -1,25 +1,30 @@
-"""Activation recomputation: predicted vs measured peak memory, and the time it costs.
+"""Lesson 08's memory model against what was measured: recomputation and the ZeRO stages.
 
-Runs lesson 08's Transformer program (taken from the notebook's ``%%writefile`` cell, so the
-two cannot drift apart) in fresh processes with the BFC allocator's statistics on, with and
-without ``tf.recompute_grad``, side by side in one run, and prints the memory model's
-prediction (``memory.transformer``) next to each measured peak, and the step-time ratio.
-It also prints the per-replica state ZeRO stages 0-3 leave on N replicas, from the model
-(lesson 08 checks those bytes against each replica's variables; a CPU's logical devices share
-one allocator, so no per-replica peak can be measured here).
+One run prints two tables, each as predicted / measured:
 
-    python benchmarks/sharding_memory.py [--batch 8] [--steps 3]
+- activation recomputation: lesson 08's Transformer program (taken from the notebook's
+  ``%%writefile`` cell, so the two cannot drift apart) runs in fresh processes with the BFC
+  allocator's statistics on, with and without ``tf.recompute_grad``, one after the other; next
+  to each measured peak, the memory model's prediction (``memory.transformer``) and the
+  step-time ratio;
+- ZeRO stages 0-3 on 2 replicas: lesson 08 itself is executed (smoke scale, plain nbclient),
+  and the bytes each replica's variables held (section 2's table) are set against the model's
+  prediction. A CPU's logical devices share one allocator, so no per-replica *peak* can be
+  measured here; the bytes held are what the replicas' own variables hold.
+
+    python benchmarks/sharding_memory.py [--batch 8] [--steps 3] [--skip-zero]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
 
-from tflearn_helpers import cluster, memory, print_table
+from tflearn_helpers import cluster, memory, report
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "08_sharding_and_memory.ipynb"
 SHAPES = (
@@ -38,11 +43,7 @@ def program() -> Path:
     return path
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--steps", type=int, default=3)
-    args = parser.parse_args(argv)
+def recomputation(batch: int, steps: int) -> list[tuple]:
     env = {
         "TF_CPU_ALLOCATOR_USE_BFC": "true",
         "CUDA_VISIBLE_DEVICES": "",
@@ -52,24 +53,56 @@ def main(argv=None) -> int:
     for shape in SHAPES:
         got = {}
         for recompute in (False, True):  # one at a time: the two would share the cores
-            argv_ = json.dumps([shape, args.batch, recompute, args.steps])
+            argv = json.dumps([shape, batch, recompute, steps])
             child = cluster.processes.start(
-                [sys.executable, path, argv_], env=env, merge_stderr=False
+                [sys.executable, path, argv], env=env, merge_stderr=False
             )
-            got[recompute] = cluster.events.result(child, 900, f"recompute={recompute}")[0]
-            need = memory.transformer(
-                memory.TransformerShape(**shape), args.batch, recompute=recompute
-            )
+            if child.wait(timeout=900) != 0:
+                raise RuntimeError(f"recompute={recompute} failed:\n{child.errors()[-2000:]}")
+            got[recompute] = json.loads(child.output().splitlines()[-1])  # its last line
+            need = memory.transformer(memory.TransformerShape(**shape), batch, recompute=recompute)
             peak = got[recompute]["peak"]
             rows.append((f"T={shape['seq']} blocks={shape['blocks']}", recompute,
                          need.total / memory.MiB, peak / memory.MiB, need.total / peak,
                          got[recompute]["seconds"] / got[False]["seconds"]))  # fmt: skip
-    print_table(rows, ("model", "recompute", "model MiB", "measured MiB", "model / measured",
-                       "step time / without"))  # fmt: skip
-    shape = memory.TransformerShape(**SHAPES[0])
-    state = [memory.transformer(shape, args.batch, replicas=4, zero=z) for z in range(4)]
-    held = [(z, (f.total - f.activations - f.inputs) / memory.MiB) for z, f in enumerate(state)]
-    print_table(held, ("ZeRO stage (4 replicas)", "state MiB per replica (model)"))
+    return rows
+
+
+def zero_stages(timeout: float = 900) -> list[tuple]:
+    """Run lesson 08 at smoke scale; read section 2's table of bytes held per replica."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(str(NOTEBOOK), as_version=4)
+    os.environ["TFLEARN_SCALE"] = "smoke"
+    with tempfile.TemporaryDirectory() as work:
+        NotebookClient(nb, timeout=timeout, resources={"metadata": {"path": work}}).execute()
+    cell = next(c for c in nb.cells if c.source.startswith("def held_bytes"))
+    text = "".join(o.get("data", {}).get("text/plain", o.get("text", "")) for o in cell.outputs)
+    rows = []
+    for line in text.splitlines():
+        fields = line.split()  # a DataFrame's row: index, stage, max gap, bytes held, model bytes
+        if len(fields) == 5 and fields[0].isdigit():
+            stage, held, predicted = int(fields[1]), int(fields[3]), int(fields[4])
+            rows.append((stage, predicted, held, predicted / held))
+    if len(rows) != 4:
+        raise RuntimeError(f"expected 4 ZeRO stages in lesson 08's table, read:\n{text}")
+    return rows
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--skip-zero", action="store_true", help="only the recomputation table")
+    args = parser.parse_args(argv)
+    headers = ("model", "recompute", "model MiB", "measured MiB", "model / measured",
+               "step time / without")  # fmt: skip
+    print(report.format_table(recomputation(args.batch, args.steps), headers))
+    if not args.skip_zero:
+        headers = ("ZeRO stage (2 replicas)", "model bytes per replica", "bytes held per replica",
+                   "model / held")  # fmt: skip
+        print(report.format_table(zero_stages(), headers))
     return 0
 
 

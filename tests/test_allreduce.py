@@ -40,7 +40,7 @@ def test_time_allreduce_checks_the_sum_and_times_it():
             s = tf.distribute.MirroredStrategy(
                 course.devices, cross_device_ops=allreduce.cross_device_ops(name))
             t = allreduce.time_allreduce(s, 1000, steps=2)
-            assert len(t.samples) == 2 and t.median > 0
+            assert len(t) == 2 and min(t) > 0
         with pytest.raises(ValueError):
             allreduce.time_allreduce(s, 0, steps=1)
         with pytest.raises(ValueError):

@@ -1,12 +1,17 @@
 """between_graph: the TF1 between-graph model, its placement and session helpers (lesson 01),
 and the check that they are the code lesson 01's worker program defines."""
 
+import sys
+from pathlib import Path
+
 import pytest
-import taught_code
 
 from tflearn_helpers import between_graph
 
-LESSON_01 = "01_parameter_servers_estimator_era.ipynb"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import nbtools  # noqa: E402
+
+LESSON_01 = nbtools.ROOT / "notebooks" / "01_parameter_servers_estimator_era.ipynb"
 
 
 def test_round_robin_placement_and_partitions():
@@ -20,14 +25,6 @@ def test_round_robin_placement_and_partitions():
     assert {devices["embedding/part_0"], devices["embedding/part_1"]} == {"ps:0", "ps:1"}
     sizes = {name: size for name, _, _, size in rows}
     assert sizes["hidden/kernel"] == 20 * 32 * 4
-
-
-@pytest.mark.parametrize(
-    ("device", "short"),
-    [("/job:ps/task:1/device:CPU:0", "ps:1"), ("/job:worker/replica:0/task:0", "worker:0")],
-)
-def test_short_device_names(device, short):
-    assert between_graph.short_device(device) == short
 
 
 @pytest.mark.parametrize("num_ps", [0, -1, 1.5, None])
@@ -49,9 +46,5 @@ def test_placement_rejects_negative_partitions():
     ],
 )
 def test_helpers_are_the_code_lesson_01_teaches(helper, name):
-    package = taught_code.taught_body(taught_code.package_definition(helper, name))
-    for lesson in taught_code.lesson_definitions(LESSON_01, name):
-        assert taught_code.taught_body(lesson) == package, (
-            f"between_graph's {name} differs from lesson 01's: change both, or neither"
-        )
+    assert nbtools.differs_from_taught(helper, LESSON_01, name) is None, "change both, or neither"
     assert "lesson 01 defines" in helper.__doc__.lower()

@@ -2,21 +2,27 @@
 
 Starts JupyterLab on loopback (random free port, a token) over a scratch copy of the
 notebooks, clicks Run > Run All Cells in Debian's chromium (driven by selenium through
-chromedriver), and checks that every code cell ran, no cell shows an error, and a notebook
-that draws shows its pictures (every image decoded). A screenshot goes to build/browser/.
-`make test` installs chromium and chromium-driver when they are missing.
+chromedriver), and checks that every code cell ran and no cell shows an error; a notebook
+that plots shows its images (every one decoded), one that displays tables shows them as
+HTML. A screenshot goes to build/browser/. `make test` installs chromium and
+chromium-driver when they are missing.
 
-Which notebooks: lesson 00 and exercise 00 every time, plus one of the other lessons that
-draw (plots: found in their code by tools/nbtools.draws), chosen from the commit under test
-(tools/nbtools.rotating_sample), so each commit runs the same one and successive commits go
-round them all. TFLEARN_BROWSER_LESSONS=all runs every drawing lesson; =03,05 runs those.
-The file prints what it ran. CI time budget: about 4 min on 2 cores (server and browser
-~20 s, lesson 00 and exercise 00 ~1 min, one lesson ~1-2 min at smoke).
+Which notebooks: exercise 00 (unfilled) and lesson 03 every time (lesson 03 opens
+TensorBoard: each TensorBoard frame on a page must draw a scalar chart), plus one of the
+other lessons that draw (plots or displayed tables, found in their code by
+tools/nbtools.draws), chosen from the commit under test (tools/nbtools.rotating_sample), so
+each commit runs the same one and successive commits go round them all.
+TFLEARN_BROWSER_LESSONS=all runs every drawing lesson; =03,06 runs those lessons, drawing or
+not; TFLEARN_BROWSER_REPEAT=10 runs them 10 times each, one after the other, each in a fresh
+kernel (`make soak-lab`: lesson 06 ten times). Each notebook's kernel is shut down when its
+test ends. The file prints what it ran. CI time budget: about 3 min on 2 cores (server and
+browser ~20 s, lesson 03 and exercise 00 ~1 min, one lesson ~1-2 min at smoke).
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import shutil
 import signal
@@ -36,10 +42,10 @@ import nbtools  # noqa: E402
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 RUN_TIMEOUT = 420  # seconds for one notebook's Run All on a busy 2-core machine
-SAMPLE_ENV = "TFLEARN_BROWSER_LESSONS"
+SAMPLE_ENV, REPEAT_ENV = "TFLEARN_BROWSER_LESSONS", "TFLEARN_BROWSER_REPEAT"
 ALWAYS = [
-    ("notebooks/00_devices_and_setup.ipynb", "logical device"),  # the device table
     ("exercises/00_devices_and_setup.ipynb", "not attempted"),  # unfilled, runs to the end
+    ("notebooks/03_mirrored_strategy.ipynb", "TensorBoard on http://127.0.0.1"),  # its charts
 ]
 
 
@@ -50,17 +56,27 @@ def _commit() -> str:
 
 
 def chosen() -> list[tuple[str, str | None]]:
-    """ALWAYS, plus the drawing lessons this run covers (see the module's docstring)."""
-    drawing = [p.name for p in nbtools.course_notebooks(("notebooks",)) if nbtools.draws(p)]
-    drawing = [n for n in drawing if not n.startswith("00_")]
+    """ALWAYS, plus the lessons this run covers (see the module's docstring)."""
+    lessons = [p.name for p in nbtools.course_notebooks(("notebooks",))]
+    always = {nb for nb, _ in ALWAYS}  # (exercise 00 has lesson 00's file name)
+    drawing = [
+        n
+        for n in lessons
+        if f"notebooks/{n}" not in always and nbtools.draws(ROOT / "notebooks" / n)
+    ]
     wanted = os.environ.get(SAMPLE_ENV, "")
     if wanted == "all":
         picked = drawing
     elif wanted:
-        picked = [n for n in drawing if n.startswith(tuple(wanted.split(",")))]
+        picked = [n for n in lessons if n.startswith(tuple(wanted.split(",")))]
+        if not picked:
+            raise ValueError(f"{SAMPLE_ENV}={wanted!r} names no lesson in notebooks/")
     else:
         picked = nbtools.rotating_sample(drawing, _commit())
-    return ALWAYS + [(f"notebooks/{n}", None) for n in picked]
+    repeat = os.environ.get(REPEAT_ENV, "1")
+    if not repeat.isdigit() or int(repeat) < 1:
+        raise ValueError(f"{REPEAT_ENV}={repeat!r}: give a whole number of runs, 1 or more")
+    return ALWAYS + [(f"notebooks/{n}", None) for n in picked] * int(repeat)
 
 
 CHOSEN = chosen()
@@ -133,6 +149,7 @@ def say_which(request):
     """Print the notebooks this run covers, whatever pytest's capture and verbosity."""
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     how = os.environ.get(SAMPLE_ENV) or f"one drawing lesson chosen by commit {_commit()[:10]}"
+    how += f", {os.environ[REPEAT_ENV]} times" if os.environ.get(REPEAT_ENV, "1") != "1" else ""
     line = f"browser test ({how}): " + ", ".join(nb for nb, _ in CHOSEN)
     if reporter:
         reporter.write_line(line)
@@ -145,14 +162,17 @@ def test_run_all_cells_in_jupyterlab(lab, browser, notebook, must_show):
     name = Path(notebook).stem + "-" + Path(notebook).parent.name
     browser.get(f"{url}/lab/workspaces/{name}/tree/{notebook}?reset&token={token}")
     _wait_until(lambda: _prompts(browser), 60)  # the notebook is on screen
-    _wait_until(lambda: _dialog_gone(browser) and _idle_kernel(browser), 120)
+    settled = _KernelSettled(url, token, notebook)  # the kernel Run All will use, not a first one
+    _wait_until(lambda: _dialog_gone(browser) and _idle_kernel(browser) and settled(), 180)
     _run_all_cells(browser)
     shots = ROOT / "build" / "browser"
     shots.mkdir(parents=True, exist_ok=True)
     try:
         _wait_until(lambda: _run_ended(browser), RUN_TIMEOUT)
+        charts = _tensorboard_charts(browser)  # while the kernel, and so its TensorBoard, lives
     finally:
         browser.save_screenshot(str(shots / f"{name}.png"))
+        _shut_down_kernels(url, token)  # the next notebook (or repeat) starts a fresh kernel
 
     errors = _errors(browser)
     assert not errors, errors
@@ -162,11 +182,20 @@ def test_run_all_cells_in_jupyterlab(lab, browser, notebook, must_show):
     assert prompts and not not_run, f"code cells not run: {not_run}; dialogs: {dialogs}"
     if must_show:
         assert must_show in browser.find_element(By.CSS_SELECTOR, ".jp-Notebook").text
-    if nbtools.draws(ROOT / notebook):  # its pictures are on the page, and decoded
+    opens_board = any(
+        "tensorboard_view.show(" in c.source for c in nbtools.read(ROOT / notebook).cells
+    )
+    assert len(charts) >= opens_board, f"{notebook} opens TensorBoard, but no frame shows it"
+    assert all(charts), f"a TensorBoard on the page draws no scalar chart: {charts}"
+    drawn = nbtools.draws(ROOT / notebook)
+    if "image" in drawn:  # its plots are on the page, and decoded
         images = browser.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output img")
-        assert images, f"{notebook} draws, but no image is on the page"
+        assert images, f"{notebook} plots, but no image is on the page"
         sizes = [browser.execute_script("return arguments[0].naturalWidth", i) for i in images]
         assert all(sizes), f"an image did not decode: widths {sizes}"
+    if "html" in drawn:  # its displayed tables (or frames) are rendered as HTML, not as text
+        shown = ".jp-OutputArea-output table, .jp-OutputArea-output iframe"
+        assert browser.find_elements(By.CSS_SELECTOR, shown), f"{notebook} displays no HTML"
 
 
 def _errors(browser) -> list[str]:
@@ -178,13 +207,62 @@ def _errors(browser) -> list[str]:
     )
 
 
-def _run_all_cells(browser, tries: int = 3) -> None:
+def _tensorboard_charts(browser) -> list[list[str]]:
+    """For each TensorBoard frame on the page (tensorboard.notebook.display), the titles of
+    the scalar charts it draws: a chart counts once its card holds a drawn line chart."""
+    found = []
+    for frame in browser.find_elements(By.CSS_SELECTOR, "iframe[id^='tensorboard-frame']"):
+        browser.execute_script("arguments[0].scrollIntoView()", frame)  # cards draw when seen
+        browser.switch_to.frame(frame)
+        try:
+            found.append(_wait_until(lambda: _drawn_scalar_cards(browser), 90, quiet=True) or [])
+        finally:
+            browser.switch_to.default_content()
+    return found
+
+
+def _drawn_scalar_cards(browser) -> list[str]:
+    return browser.execute_script(
+        "return Array.from(document.querySelectorAll('scalar-card'))"
+        ".filter(c => c.querySelector('line-chart canvas, line-chart svg path'))"
+        ".map(c => c.textContent.trim().slice(0, 60))"
+    )
+
+
+class _KernelSettled:
+    """True once the server's session for ``notebook`` has had the same kernel, idle, for
+    ``seconds``. On the first notebook of a fresh server JupyterLab can start a kernel and
+    replace it (seen under load: the first shut down while still booting, the next one
+    connected 13 s later); Run All clicked in between ran cell 1 on one kernel and nothing
+    after it."""
+
+    def __init__(self, url: str, token: str, notebook: str, seconds: float = 3.0):
+        self.url, self.auth, self.notebook, self.seconds = url, token, notebook, seconds
+        self.seen: tuple[str, float] | None = None
+
+    def __call__(self) -> bool:
+        request = urllib.request.Request(
+            f"{self.url}/api/sessions", headers={"Authorization": f"token {self.auth}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            sessions = [s for s in json.load(reply) if s.get("path") == self.notebook]
+        idle = [s["kernel"]["id"] for s in sessions if s["kernel"]["execution_state"] == "idle"]
+        if len(sessions) != 1 or not idle:
+            self.seen = None
+            return False
+        if self.seen is None or self.seen[0] != idle[0]:
+            self.seen = (idle[0], time.monotonic())
+        return time.monotonic() - self.seen[1] >= self.seconds
+
+
+def _run_all_cells(browser, tries: int = 6) -> None:
     """Run > Run All Cells; clicked again if the first cell has not started (a fresh page
-    can report the kernel idle a moment before its session takes commands)."""
+    can report the kernel idle a moment before its session takes commands; see also
+    :class:`_KernelSettled`)."""
     for _ in range(tries):
         _click_menu(browser, "Run", "runmenu:run-all")
         try:
-            _wait_until(lambda: _prompts(browser)[0].strip("[]: "), 15)
+            _wait_until(lambda: _prompts(browser)[0].strip("[]: "), 20)
             return
         except TimeoutError:
             browser.find_element(By.CSS_SELECTOR, "body").send_keys("\ue00c")  # Escape
@@ -229,6 +307,20 @@ def _idle_kernel(browser) -> bool:
     )
 
 
+def _shut_down_kernels(url: str, token: str) -> None:
+    """End every session the server holds (its kernel with it), through Jupyter's REST API."""
+    auth = {"Authorization": f"token {token}"}
+    with urllib.request.urlopen(
+        urllib.request.Request(f"{url}/api/sessions", headers=auth), timeout=10
+    ) as reply:
+        sessions = json.load(reply)
+    for session in sessions:
+        request = urllib.request.Request(
+            f"{url}/api/sessions/{session['id']}", headers=auth, method="DELETE"
+        )
+        urllib.request.urlopen(request, timeout=30).close()
+
+
 def _die_with_parent() -> None:
     """In the server: Linux kills it if pytest dies before the fixture can stop it."""
     ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
@@ -250,11 +342,14 @@ def _listening_ports() -> set[int]:
     return {c.laddr.port for c in psutil.net_connections("tcp") if c.status == "LISTEN"}
 
 
-def _wait_until(condition, seconds: float, log: Path | None = None):
+def _wait_until(condition, seconds: float, log: Path | None = None, quiet: bool = False):
+    """condition()'s first truthy value within ``seconds``; else TimeoutError (None if quiet)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if value := condition():
             return value
         time.sleep(0.5)
+    if quiet:
+        return None
     tail = log.read_text()[-2000:] if log and log.exists() else ""
     raise TimeoutError(f"gave up after {seconds:.0f} s waiting for {condition}\n{tail}")

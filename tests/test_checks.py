@@ -70,3 +70,13 @@ def test_an_unfilled_earlier_answer_makes_a_later_check_wait(registry):
         result = checks.check("98.3", written_fn, earlier)
         assert result.status == checks.NOT_ATTEMPTED and "earlier exercise" in result.message
     assert checks.check("98.3", written_fn, {"a": None}).status == checks.WRONG  # not a stub
+
+
+def test_learner_source_reads_a_def_and_explains_anything_else():
+    def configure(n):
+        return n
+
+    source, hint = checks.learner_source(configure, "configure")
+    assert hint is None and source.startswith("def configure(n):")
+    assert "itself, not its result" in checks.learner_source(3, "configure")[1]
+    assert "`def`" in checks.learner_source(print, "configure")[1]  # a built-in: no source

@@ -2,12 +2,15 @@ import os
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 
 from tflearn_helpers import cluster
-from tflearn_helpers.tooling import leftovers
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import leftovers  # noqa: E402
 
 
 def test_spec_has_distinct_free_ports():
@@ -55,6 +58,17 @@ def test_wait_times_out_instead_of_hanging(tmp_path):
         c.start(script)
         with pytest.raises(TimeoutError, match="still running"):
             c.wait(timeout=0.5)
+
+
+def test_wait_until_returns_the_condition_or_stops_when_a_task_exits(tmp_path):
+    script = _script(tmp_path, "import sys; sys.exit(3)")
+    with cluster.LocalCluster(cluster.local_cluster_spec(workers=1)) as c:
+        assert c.wait_until(lambda: "ready", 5, "nothing") == "ready"
+        c.start(script)
+        with pytest.raises(cluster.processes.ProcessExitedError, match="worker:0 exited"):
+            c.wait_until(lambda: False, 60, "a step that never comes")
+        with pytest.raises(ValueError, match="timeout"):
+            c.wait_until(lambda: True, 0, "bad timeout")
 
 
 def test_teardown_leaves_no_process_or_port_even_after_an_exception():

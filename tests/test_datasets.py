@@ -61,11 +61,6 @@ def test_reachable_is_false_for_a_closed_port():
     assert datasets.reachable(("127.0.0.1", 9), timeout=0.5) is False
 
 
-def test_to_float():
-    x = np.array([[0, 255]], dtype=np.uint8)
-    assert np.allclose(datasets.to_float(x), [[0.0, 1.0]])
-
-
 def test_teacher_data_is_deterministic_and_uses_every_class():
     x, y = datasets.teacher_data(2000, features=5, classes=3, seed=4)
     assert x.shape == (2000, 5) and x.dtype == np.float32 and y.dtype == np.int32

@@ -1,6 +1,7 @@
 import json
 
 import pytest
+from helpers import pod_tf_config
 
 from tflearn_helpers import cluster
 
@@ -10,7 +11,7 @@ COMMAND = ["python", "-m", "tflearn_helpers.scripts.multi_worker_train", "--loop
 
 def make(**kwargs):
     args = {"name": "mwms", "cluster": CLUSTER, "image": "reg/tflearn:1", "command": COMMAND}
-    return cluster.kubernetes.tfjob(**{**args, **kwargs})
+    return cluster.tfjob.tfjob(**{**args, **kwargs})
 
 
 def test_manifest_has_the_structure_the_training_operator_expects():
@@ -125,19 +126,19 @@ def test_every_pod_computes_a_valid_consistent_tf_config():
         ),
     ):
         env = env_of(manifests)
-        configs = [cluster.kubernetes.pod_tf_config(env, i) for i in range(3)]
+        configs = [pod_tf_config(env, i) for i in range(3)]
         assert [c["task"] for c in configs] == [{"type": "worker", "index": i} for i in range(3)]
         clusters = {json.dumps(c["cluster"], sort_keys=True) for c in configs}
         assert len(clusters) == 1, "every pod sees the same cluster"
         hosts = [a.split(":")[0] for a in configs[0]["cluster"]["worker"]]
         assert len(set(hosts)) == 3 and all(h.endswith(".mwms") for h in hosts)
     with pytest.raises(ValueError):
-        cluster.kubernetes.pod_tf_config([{"name": "OTHER", "value": "1"}], 0)
+        pod_tf_config([{"name": "OTHER", "value": "1"}], 0)
 
 
 def test_indexed_job_pod_names_match_kubernetes_naming():
     _, job = cluster.kubernetes.indexed_job("mwms", 2, "reg/t:1", COMMAND)
-    config = cluster.kubernetes.pod_tf_config(_env(job["spec"]["template"]["spec"]), 0)
+    config = pod_tf_config(_env(job["spec"]["template"]["spec"]), 0)
     name = job["metadata"]["name"]
     assert config["cluster"]["worker"] == [f"{name}-0.{name}:2222", f"{name}-1.{name}:2222"]
 
@@ -149,6 +150,26 @@ def test_trainjob_uses_a_plain_runtime_with_tf_config_set():
     assert train["spec"]["runtimeRef"] == {"name": "tf-plain", "kind": "TrainingRuntime"}
     assert "torch" not in json.dumps(runtime["spec"]["mlPolicy"])  # no framework policy
     assert train["spec"]["trainer"]["numNodes"] == runtime["spec"]["mlPolicy"]["numNodes"] == 2
+
+
+def test_manifests_holds_every_form_of_the_same_job():
+    forms = cluster.kubernetes.manifests(
+        "mwms", 3, "reg/t:1", COMMAND, gpus_per_worker=1, shared_volume_claim="data"
+    )
+    assert forms["indexed_job"] == cluster.kubernetes.indexed_job(
+        "mwms", 3, "reg/t:1", COMMAND, gpus_per_worker=1, shared_volume_claim="data"
+    )
+    assert forms["jobset"] == [
+        cluster.kubernetes.jobset(
+            "mwms", 3, "reg/t:1", COMMAND, gpus_per_worker=1, shared_volume_claim="data"
+        )
+    ]
+    assert forms["trainjob"][1]["spec"]["trainer"]["numNodes"] == 3
+    (legacy,) = forms["tfjob"]
+    assert legacy["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] == 3
+    assert "legacy" in legacy["metadata"]["annotations"]["tflearn/status"]
+    with pytest.raises(ValueError, match="workers"):
+        cluster.kubernetes.manifests("mwms", 0, "reg/t:1", COMMAND)
 
 
 def test_bad_inputs_are_refused():

@@ -15,6 +15,7 @@ import copy
 import kubernetes_validate
 import pytest
 import yaml
+from helpers import pod_tf_config
 from kubeflow_trainer_api import models
 from kubernetes_validate.utils import all_versions
 
@@ -109,7 +110,7 @@ def test_jobset_restarts_the_whole_group_on_one_failure():
     assert job["backoffLimit"] == 0, "one failed pod fails its Job, and the JobSet restarts all"
     assert job["completionMode"] == "Indexed" and job["completions"] == job["parallelism"] == 3
     env = job["template"]["spec"]["containers"][0]["env"]
-    config = cluster.kubernetes.pod_tf_config(env, 2)
+    config = pod_tf_config(env, 2)
     assert config["cluster"]["worker"][2] == "mwms-worker-0-2.mwms:2222"
     assert config["task"] == {"type": "worker", "index": 2}
     with pytest.raises(ValueError, match="max_restarts"):

@@ -1,10 +1,12 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import psutil
 
-from tflearn_helpers.tooling import leftovers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import leftovers  # noqa: E402
 
 ORPHAN = (  # starts a sleeper in its own session and exits: the sleeper is orphaned
     "import subprocess as s, sys; print(s.Popen([sys.executable, '-c', 'import time; "

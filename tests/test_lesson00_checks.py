@@ -1,8 +1,13 @@
 """Exercise checks 00: right answers pass, wrong ones get a hint without the answer."""
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
 from helpers import run_python
 
 from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG, _evaluate
+from tflearn_helpers.exercise_checks import lesson00
 
 
 def test_00_1_counts_devices_as_a_whole_number():
@@ -50,3 +55,105 @@ def test_00_2_and_00_3_run_on_simulated_devices():
     """)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ok" in done.stdout
+
+
+# 00.5: each candidate is what a learner might write as configure(n); the check runs it as the
+# first thing of a fresh process (TensorFlow imported there as `tf`; each imports it itself here).
+def configure_right(n):
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * n)
+    tf.debugging.set_log_device_placement(True)
+
+
+def configure_after_looking(n):  # lists the logical devices first: the runtime starts there
+    import tensorflow as tf
+
+    print(tf.config.list_logical_devices())
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * n)
+    tf.debugging.set_log_device_placement(True)
+
+
+def configure_the_course_count(n):  # the lesson's 4, not the count asked for
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 4)
+    tf.debugging.set_log_device_placement(True)
+
+
+def configure_without_the_log(n):
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * n)
+
+
+def configure_the_log_too_late(n):  # the runtime has started when the log is switched on
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * n)
+    print("devices:", len(tf.config.list_logical_devices("CPU")))
+    tf.debugging.set_log_device_placement(True)
+
+
+def configure_with_the_course(n):  # the fresh process has no course package, no setup_course
+    setup_course(devices=n)  # noqa: F821
+
+
+def configure_forever(n):
+    import os
+    import time
+
+    with open(os.environ["TFLEARN_TEST_PID_FILE"], "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(120)
+
+
+def test_00_5_right_in_fresh_processes_of_two_counts():
+    assert _evaluate("00.5", configure_right).status == RIGHT
+
+
+WRONG_00_5 = {  # a plausible wrong answer -> what its hint must say
+    configure_after_looking: "started TensorFlow's runtime before the devices",
+    configure_the_course_count: "asked for 3 logical CPUs, the process had 4",
+    configure_without_the_log: "logged no placements",
+    configure_the_log_too_late: "logged no placements",
+    configure_with_the_course: "has only TensorFlow",
+    configure_forever: "ran over 45 s",
+}
+
+
+def test_00_5_plausible_wrong_answers_get_a_hint_not_the_answer(tmp_path, monkeypatch):
+    """All at once (each is a fresh TensorFlow process): a thread per answer starts its process
+    and waits for it, so each child ends before the thread that started it."""
+    pid_file = tmp_path / "pid"
+    monkeypatch.setenv("TFLEARN_TEST_PID_FILE", str(pid_file))
+    with ThreadPoolExecutor(len(WRONG_00_5)) as pool:
+        futures = {
+            answer: pool.submit(
+                lesson00.configure_fresh_process, answer, (3,), 45 if "over" in hint else 120
+            )
+            for answer, hint in WRONG_00_5.items()
+        }
+    for answer, hint in WRONG_00_5.items():
+        message = futures[answer].result()
+        assert message is not None and hint in message, (answer.__name__, message)
+        for api in ("set_logical_device_configuration", "set_log_device_placement", "physical"):
+            assert api not in message  # the hint never names the call to write
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)  # the one over its time: stopped and reaped
+
+
+def test_00_5_not_attempted_and_not_a_function():
+    def configure(n):
+        """n logical CPUs, every op's device logged."""
+        # YOUR CODE HERE
+        ...
+
+    assert _evaluate("00.5", configure).status == NOT_ATTEMPTED
+    wrong = _evaluate("00.5", 3)
+    assert wrong.status == WRONG and "function" in wrong.message

@@ -81,3 +81,70 @@ def test_04_3_runs_the_learners_normalization():
     """)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ok" in done.stdout
+
+
+def test_04_4_judges_the_learners_accumulation():
+    """The right answer, and the plausible wrong ones, each with its own hint."""
+    done = run_python(
+        """
+        from tflearn_helpers import setup_course
+        course = setup_course(devices=2, scale="smoke", verbose=False)
+        import keras, tensorflow as tf
+        from tflearn_helpers.checks import _evaluate
+
+        strategy = course.mirrored_strategy()
+        per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+
+        def step(apply_each=False, mean=True, per_replica_loss=False, on_replicas=True):
+            def fn(s, model, optimizer, micro_batches):
+                def grads_of(x, y):
+                    with tf.GradientTape() as tape:
+                        losses = per_example(y, model(x, training=True))
+                        mean_of = tf.reduce_mean if per_replica_loss else tf.nn.compute_average_loss
+                        loss = mean_of(losses)
+                    return tape.gradient(loss, model.trainable_variables)
+
+                total = None
+                for batch in micro_batches:
+                    if on_replicas:
+                        g = s.reduce("SUM", s.run(grads_of, args=batch), axis=None)
+                    else:  # the whole micro-batch gathered on one device, no replicas
+                        x, y = (tf.concat(s.experimental_local_results(t), 0) for t in batch)
+                        g = [a * 1.0 for a in grads_of(x, y)]
+                    if apply_each:
+                        optimizer.apply_gradients(zip(g, model.trainable_variables))
+                        continue
+                    total = g if total is None else [a + b for a, b in zip(total, g)]
+                if not apply_each:
+                    k = len(micro_batches) if mean else 1
+                    averaged = [t / k for t in total]
+                    optimizer.apply_gradients(zip(averaged, model.trainable_variables))
+            return fn
+
+        def message(fn, *extra):
+            result = _evaluate("04.4", fn, *(extra or (strategy,)))
+            return result.status, result.message
+
+        assert message(step())[0] == "right", message(step())
+        status, hint = message(step(apply_each=True))
+        assert status == "wrong" and "apply them once" in hint, hint
+        status, hint = message(step(mean=False))
+        assert status == "wrong" and "average, do not sum" in hint, hint
+        status, hint = message(step(per_replica_loss=True))
+        assert status == "wrong" and "number of replicas" in hint, hint
+        status, hint = message(step(on_replicas=False))
+        assert status == "wrong" and "strategy.run" in hint, hint
+        status, hint = message(lambda s, m, o, b: None)
+        assert status == "wrong" and "never updated" in hint, hint
+        assert message(step(), "no strategy")[0] == "wrong"
+        assert message(3)[0] == "wrong"  # not a function
+        assert message(...)[0] == "not attempted"  # the stub; stub functions: test_checks.py
+        assert message(step(), ...)[0] == "not attempted"  # an earlier answer still a stub
+        for status, hint in (message(step(mean=False)), message(step(per_replica_loss=True))):
+            assert "0." not in hint and "=" not in hint  # no numbers, no answer in the hint
+        print("ok")
+    """,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ok" in done.stdout

@@ -40,3 +40,103 @@ def test_06_3_judges_against_the_learners_own_measurements_without_telling():
     assert _evaluate("06.3", set(NAMES), results()).status == RIGHT
     assert "not strategy names" in _evaluate("06.3", {"TPU"}, far).message
     assert "set" in _evaluate("06.3", "Mirrored", far).message
+
+
+# -- 06.5: a worker that resumes after a kill ------------------------------------------------
+def _make_manager(checkpoint, directory, task_type, task_id):
+    import os
+
+    import tensorflow as tf
+
+    chief = task_type in (None, "chief") or (task_type == "worker" and task_id == 0)
+    folder = directory if chief else os.path.join(directory, f"scratch-{task_id}")
+    return tf.train.CheckpointManager(checkpoint, folder, max_to_keep=2)
+
+
+def _restore_latest(checkpoint, directory):
+    import tensorflow as tf
+
+    checkpoint.restore(tf.train.latest_checkpoint(directory))
+
+
+def _log(resumed, losses):
+    import json
+
+    lines = [json.dumps({"kind": "resumed", "step": resumed})]
+    lines += [json.dumps({"kind": "step", "step": s, "loss": v}) for s, v in losses.items()]
+    return "\n".join("TFLEARN_EVENT " + line for line in lines)
+
+
+KILLED = [(3, _log(0, {s: 10.0 - s for s in range(1, 8)}))] * 2
+RESUMED = [(0, _log(6, {7: 3.0, 8: 2.0, 9: 1.0}))] * 2
+
+
+def _verdict(manager=_make_manager, restore=_restore_latest, killed=KILLED, resumed=RESUMED):
+    return _evaluate("06.5", (manager, restore), killed, resumed, 3)
+
+
+def test_06_5_accepts_the_chiefs_folder_and_the_newest_restore():
+    assert _verdict().status == RIGHT
+
+
+def test_06_5_waits_while_the_functions_are_stubs():
+    def make_manager(checkpoint, directory, task_type, task_id): ...
+
+    assert _verdict(manager=make_manager).status == NOT_ATTEMPTED
+
+
+def test_06_5_refuses_managers_that_share_or_lose_the_chiefs_folder():
+    import os
+
+    import tensorflow as tf
+
+    def everyone_in_one(checkpoint, directory, task_type, task_id):
+        return tf.train.CheckpointManager(checkpoint, directory, max_to_keep=2)
+
+    def nobody_chief(checkpoint, directory, task_type, task_id):
+        return tf.train.CheckpointManager(checkpoint, os.path.join(directory, str(task_id)), 2)
+
+    def not_a_manager(checkpoint, directory, task_type, task_id):
+        return directory
+
+    shared, lost, wrong_type = (
+        _verdict(manager=f) for f in (everyone_in_one, nobody_chief, not_a_manager)
+    )
+    assert "same files" in shared.message and shared.status == WRONG
+    assert "worker 0" in lost.message and lost.status == WRONG
+    assert "CheckpointManager" in wrong_type.message
+    for verdict in (shared, lost):
+        assert "scratch" not in verdict.message  # the folder's name is the learner's choice
+
+
+def test_06_5_refuses_restores_that_miss_the_newest_or_fail_on_a_fresh_start():
+    import os
+
+    def nothing(checkpoint, directory):
+        return None
+
+    def oldest(checkpoint, directory):
+        import tensorflow as tf
+
+        if tf.train.latest_checkpoint(directory):  # a fresh start is handled; the rest is not
+            checkpoint.restore(os.path.join(directory, "ckpt-1"))
+
+    def raises_when_empty(checkpoint, directory):
+        import tensorflow as tf
+
+        checkpoint.restore(tf.train.latest_checkpoint(directory) or directory + "/ckpt-0")
+
+    nothing_restored = _verdict(restore=lambda c, d: nothing(c, d))
+    assert "restored nothing" in nothing_restored.message
+    assert "older checkpoint" in _verdict(restore=oldest).message
+    assert "fresh start" in _verdict(restore=raises_when_empty).message
+
+
+def test_06_5_reads_the_runs_for_where_the_restart_resumed():
+    from_zero = [(0, _log(0, {s: 10.0 - s for s in range(1, 10)}))] * 2
+    drifted = [(0, _log(6, {7: 3.5, 8: 2.0, 9: 1.0}))] * 2
+    not_killed = [(0, KILLED[0][1])] * 2
+    assert "step 0" in _verdict(resumed=from_zero).message
+    assert "did not repeat" in _verdict(resumed=drifted).message
+    assert "exit code 0" in _verdict(killed=not_killed).message
+    assert "(exit code, output)" in _verdict(resumed=RESUMED[:1]).message

@@ -11,9 +11,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import nbtools  # noqa: E402
 
 
-def test_make_train_step_is_the_code_lesson_03_writes():
+def test_weight_comparisons_are_the_code_lesson_03_writes():
     lesson = nbtools.ROOT / "notebooks" / "03_mirrored_strategy.ipynb"
-    assert nbtools.differs_from_taught(mirrored.make_train_step, lesson) is None
+    for helper in (mirrored.max_abs_difference, mirrored.update_norm):
+        assert nbtools.differs_from_taught(helper, lesson) is None, helper.__name__
+
+
+def test_make_train_step_is_the_code_lessons_03_and_04_write():
+    for lesson in ("03_mirrored_strategy.ipynb", "04_resnet50_data_parallel.ipynb"):
+        path = nbtools.ROOT / "notebooks" / lesson
+        assert nbtools.differs_from_taught(mirrored.make_train_step, path) is None, lesson
 
 
 def test_a_changed_helper_is_told_apart_from_the_lesson(tmp_path):
@@ -26,7 +33,7 @@ def test_a_changed_helper_is_told_apart_from_the_lesson(tmp_path):
     nbtools.write(nb, changed)
     assert "MEAN" in nbtools.differs_from_taught(mirrored.make_train_step, changed)
     with pytest.raises(LookupError):
-        nbtools.taught_function(changed, "no_such_function")
+        nbtools.taught_definitions(changed, "no_such_function")
 
 
 def test_weight_comparisons():

@@ -1,9 +1,19 @@
 import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tflearn_helpers import multi_worker, scripts
+from tflearn_helpers import mirrored, multi_worker, scripts
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import nbtools  # noqa: E402
+
+LESSON_06 = nbtools.ROOT / "notebooks" / "06_multi_worker_and_clusters.ipynb"
 
 
 def write_progress(tmp_path, lines, task="worker-0", torn=False):
@@ -18,7 +28,7 @@ def test_script_is_in_the_package():
 def test_progress_steps_and_timing(tmp_path):
     lines = [{"step": s, "loss": 1.0 / s, "time": 10.0 + 0.5 * s} for s in range(1, 7)]
     write_progress(tmp_path, lines, torn=True)
-    assert multi_worker.steps(tmp_path, "fit") == [1, 2, 3, 4, 5, 6]
+    assert [p["step"] for p in multi_worker.progress(tmp_path, "fit")] == [1, 2, 3, 4, 5, 6]
     assert multi_worker.median_step_s(tmp_path, "fit") == pytest.approx(0.5)
     assert multi_worker.progress(tmp_path, "custom") == []
     with pytest.raises(ValueError, match="loop"):
@@ -30,16 +40,14 @@ def test_progress_steps_and_timing(tmp_path):
 def test_weights_round_trip(tmp_path):
     arrays = [np.ones((2, 3), np.float32), np.zeros(3, np.float32)]
     np.savez(tmp_path / "w.npz", *arrays)
-    loaded = multi_worker.weights(tmp_path / "w.npz")
+    loaded = multi_worker.worker_weights(tmp_path / "w.npz")
     assert [a.tolist() for a in loaded] == [a.tolist() for a in arrays]
 
 
-def test_error_summary_finds_the_exception():
-    log = "noise\nTraceback (most recent call last):\n  File x\nValueError: bad (\n 1, 2\n) end."
-    assert multi_worker.error_summary(log) == "ValueError: bad (\n  ... ) end."
-    one_line = "x\ntensorflow.errors.UnavailableError: gone"
-    assert multi_worker.error_summary(one_line) == "tensorflow.errors.UnavailableError: gone"
-    assert multi_worker.error_summary("all fine\nDONE") == ""
+def test_the_readers_are_the_code_lesson_06_writes():
+    for helper in (multi_worker.progress, multi_worker.median_step_s, multi_worker.worker_weights):
+        assert nbtools.differs_from_taught(helper, LESSON_06) is None, helper.__name__
+    assert nbtools.differs_from_taught(mirrored.max_abs_difference, LESSON_06) is None
 
 
 def load_training_script():
@@ -61,3 +69,40 @@ def test_training_script_flags_and_bad_input(capsys):
         with pytest.raises(SystemExit):
             script.parse_args(bad)
     assert "--loop takes fit and/or custom" in capsys.readouterr().err
+
+
+def lesson06_worker(tmp_path) -> Path:
+    """Lesson 06's worker program, written from its %%writefile cell."""
+    cells = [c.source for c in nbtools.read(LESSON_06).cells if c.cell_type == "code"]
+    program = next(s for s in cells if nbtools.is_program(s) and "Strategy(" in s)
+    path = tmp_path / "worker.py"
+    path.write_text(nbtools.python_of(program))
+    return path
+
+
+def test_a_chief_stalled_at_the_barrier_is_not_declared_dead(tmp_path):
+    """The CI caught it: worker 0, stalled ~10 s on a busy machine while waiting for its peer,
+    was declared dead by its own coordination service (heartbeat timeout, 10 s by default).
+    Lesson 06's worker sets 60 s; a 14 s stall (SIGSTOP) must not end the job."""
+    from tflearn_helpers import cluster
+
+    spec = cluster.local_cluster_spec(workers=2)
+    args = ["--out", tmp_path, "--steps", 3, "--save-every", 3, "--collective-timeout", 30]
+    with cluster.LocalCluster(spec, env={"CUDA_VISIBLE_DEVICES": "-1"}) as job:
+        worker = lesson06_worker(tmp_path)
+        job.start(worker, args, tasks=[("worker", 0)])
+        cluster.processes.wait_until(
+            lambda: "waiting for every worker" in job.logs("worker", 0),
+            240,
+            "worker 0 to create its strategy",
+            depends_on=job.procs.values(),
+        )
+        time.sleep(2)  # inside the barrier now
+        chief = job.procs[("worker", 0)].popen.pid
+        os.kill(chief, signal.SIGSTOP)
+        time.sleep(14)
+        os.kill(chief, signal.SIGCONT)
+        job.start(worker, args, tasks=[("worker", 1)])
+        codes = job.wait(timeout=120)
+    assert codes == {("worker", 0): 0, ("worker", 1): 0}, job.logs("worker", 0)[-2000:]
+    assert multi_worker.progress(tmp_path, "custom")[-1]["step"] == 3

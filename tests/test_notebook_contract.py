@@ -46,12 +46,7 @@ def test_legacy_lab_declares_its_kernel():
 #: Lessons that do not meet the readability contract yet, with why. The ONE list: a lesson
 #: here is expected to fail (strict xfail), so the test fails as soon as it passes; remove it
 #: from this list when its lesson lands. "course" is the course-wide count of helper names.
-NOT_YET_READABLE = {
-    "00": "lesson 00 is being rewritten (issue 19)",
-    "04": "lesson 04 is being rewritten (issue 19)",
-    "06": "lesson 06 is being rewritten (issue 19)",
-    "course": "the lessons together still use more than 60 helper names (issue 19)",
-}
+NOT_YET_READABLE = {}
 
 
 def _readable(key, value):
@@ -74,17 +69,18 @@ def test_lesson_is_readable(path):
     * no cell is over 40 lines, except a ``%%writefile`` cell (a program shown once, whole);
     * at most 15 distinct helper names. The helper names of a lesson are found by parsing
       every code cell (the body of a ``%%writefile`` program included; ``%`` and ``!``
-      lines ignored). A *root* is a name the lesson imports from ``tflearn_helpers`` (any
+      lines ignored, also inside a block). A *root* is a name the lesson imports from
+      ``tflearn_helpers`` (any
       ``from tflearn_helpers[.x] import name [as alias]``, or ``import tflearn_helpers``),
       plus ``course`` (what ``setup_course`` returns). Each use of a root counts once per
       distinct name:
         - ``course.<attr>`` counts as ``course.<attr>``, whatever follows
           (``course.plan.kind`` is ``course.plan``);
         - a dotted chain from any other root counts as the chain through the package's
-          modules up to and including the first attribute that is not a module
-          (``mirrored.update_norm(...)``, ``cluster.tf_config.build``,
-          ``runtime.devices.DevicesAlreadyInitializedError``); the module alone is not
-          counted, nor are the attributes of what a helper returns;
+          modules up to and including the first attribute that is not a module, and each
+          module on the way counts too: ``cluster.tf_config.build`` is three names
+          (``cluster``, ``cluster.tf_config``, ``cluster.tf_config.build``); the attributes
+          of what a helper returns are not counted;
         - a root used bare counts as itself (``pick(...)``, ``setup_course(...)``, or a
           module passed as a value);
         - an import that is never used counts nothing.
@@ -109,20 +105,26 @@ def test_the_course_uses_few_helper_names(lessons):
 
 def test_helper_names_are_counted_as_documented():
     cells = [
-        "from tflearn_helpers import mirrored, pick, print_table as pt, cluster, setup_course\n"
+        "from tflearn_helpers import mirrored, pick, headline as hl, cluster, setup_course\n"
         "course = setup_course(devices=2)",
         "x = pick(smoke=1, cpu=2, gpu=3)\nmirrored.update_norm(a, b)\nmirrored.update_norm(c, d)",
         "course.plan.kind\ncourse.devices[0]\ncluster.tf_config.build(1)\ntiming = measure()",
         "%%writefile prog.py\nfrom tflearn_helpers import report\nreport.format_value(1)",
         "%time pick(smoke=1, cpu=1, gpu=1)\n!ls",
+        "if x:\n    %pip install y\nhl('speed', 1)",
     ]
     assert nbtools.helper_names(cells) == {
         "setup_course",
         "pick",
+        "headline",
+        "mirrored",
         "mirrored.update_norm",
         "course.plan",
         "course.devices",
+        "cluster",
+        "cluster.tf_config",
         "cluster.tf_config.build",
+        "report",
         "report.format_value",
     }
 

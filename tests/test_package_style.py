@@ -1,6 +1,7 @@
 """The helper package's style rules (CONTRIBUTING.md, "Helper package"), read with ``ast``.
 
-Each test names the file and line of every breach: a module without ``__all__``, a function
+Each test names the file and line of every breach: a module without ``__all__``, a name in
+``__all__`` that nothing outside its module uses, a function
 over 60 lines, a ``_private`` name imported from another module of the package, an import
 cycle between the package's modules, and a notebook importing the package in any form other
 than ``from tflearn_helpers import a, b, c``.
@@ -84,6 +85,39 @@ def test_every_module_has_dunder_all():
         if "__all__" not in names:
             missing.append(f"{_where(path, 1)}: no __all__")
     assert not missing, "\n".join(missing)
+
+
+def _code_outside(path: Path) -> str:
+    """Every Python text of the repository but ``path`` (and the ``__init__`` beside it, which
+    may gather a module's names): package, tests, tools, benchmarks, notebooks' code cells."""
+    texts = []
+    for other in [*PACKAGE.rglob("*.py"), *ROOT.glob("tests/*.py"), *ROOT.glob("tools/*.py"),
+                  *ROOT.glob("benchmarks/*.py"), ROOT / "conftest.py"]:  # fmt: skip
+        if other != path and not (other.name == "__init__.py" and other.parent == path.parent):
+            texts.append(other.read_text())
+    for folder in ("notebooks", "solutions", "exercises"):
+        for nb in ROOT.glob(f"{folder}/*.ipynb"):
+            cells = json.loads(nb.read_text())["cells"]
+            texts += ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+    return "\n".join(texts)
+
+
+def test_dunder_all_lists_only_names_used_outside_the_module():
+    unused = []
+    for path in MODULES.values():
+        listed = next(
+            (ast.literal_eval(node.value) for node in _tree(path).body
+             if isinstance(node, ast.Assign)
+             and any(getattr(t, "id", "") == "__all__" for t in node.targets)),
+            [],
+        )  # fmt: skip
+        outside = _code_outside(path) if listed else ""
+        unused += [
+            f"{_where(path, 1)}: {name} is in __all__ but used only inside its module"
+            for name in listed
+            if not re.search(rf"\b{re.escape(name)}\b", outside)
+        ]
+    assert not unused, "\n".join(unused)
 
 
 def test_functions_are_at_most_60_lines():

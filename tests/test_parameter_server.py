@@ -1,12 +1,17 @@
 """Unit tests for tflearn_helpers.parameter_server (no TensorFlow cluster: lesson 02 runs it),
 and the check that the package's copies of lesson 02's code are that code."""
 
+import sys
+from pathlib import Path
+
 import pytest
-import taught_code
 
 from tflearn_helpers import datasets, parameter_server
 
-LESSON_02 = "02_parameter_server_strategy.ipynb"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import nbtools  # noqa: E402
+
+LESSON_02 = nbtools.ROOT / "notebooks" / "02_parameter_server_strategy.ipynb"
 SPEC = {
     "chief": ["localhost:1000"],
     "worker": ["localhost:1001", "localhost:1002"],
@@ -43,12 +48,7 @@ def test_measure_workers_rejects_bad_sizes(n, kwargs, name):
     [parameter_server.measure_workers, datasets.regression_batches, datasets.regression_model],
 )
 def test_helpers_are_the_code_lesson_02_teaches(helper):
-    package = taught_code.taught_body(taught_code.package_definition(helper))
-    for lesson in taught_code.lesson_definitions(LESSON_02, helper.__name__):  # programs too
-        assert taught_code.taught_body(lesson) == package, (
-            f"{helper.__module__}.{helper.__name__} differs from lesson 02's {helper.__name__} "
-            f"(line {lesson.lineno} of its cell): change both, or neither"
-        )
+    assert nbtools.differs_from_taught(helper, LESSON_02) is None, "change both, or neither"
     assert "lesson 02 defines it" in helper.__doc__.lower()
 
 

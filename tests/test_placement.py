@@ -1,9 +1,18 @@
-import os
+import sys
+from pathlib import Path
 
-import pytest
 from helpers import run_python
 
 from tflearn_helpers import placement
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import nbtools  # noqa: E402
+
+LESSON_00 = nbtools.ROOT / "notebooks" / "00_devices_and_setup.ipynb"
+
+
+def test_executed_nodes_is_the_code_lesson_00_writes():
+    assert nbtools.differs_from_taught(placement.executed_nodes, LESSON_00) is None
 
 
 def test_short_device_names():
@@ -11,6 +20,7 @@ def test_short_device_names():
     assert placement.short_device("/job:ps/replica:0/task:1/device:CPU:0") == "ps:1/CPU:0"
     assert placement.short_device("") == "(unplaced)"
     assert placement.short_device("/job:ps/task:0") == "ps:0"
+    assert placement.short_device("/job:worker/replica:0/task:0") == "worker:0"  # a TF1 graph
 
 
 def test_variables_and_ops_are_found_where_they_ran():
@@ -29,45 +39,14 @@ def test_variables_and_ops_are_found_where_they_ran():
         assert set(counts) == {"CPU:1"}, counts
         ops = placement.op_devices(f, tf.ones((2, 3)))
         assert any("MatMul" in op and dev == "CPU:1" for op, dev in ops), ops
+        # keyword arguments reach the function; a traced tf.function is traced afresh
+        scaled = placement.op_devices(lambda x, k: tf.matmul(x, x) * k, tf.ones((2, 2)), k=2.0)
+        assert any(op == "Mul" for op, _ in scaled), scaled
+        assert placement.compute_op_counts(f, tf.ones((2, 3))) == counts
+        nodes = placement.executed_nodes(tf.function(lambda x: tf.matmul(x, x)), tf.ones((2, 2)))
+        assert [n.op for n in nodes if "MatMul" in n.op], [n.op for n in nodes]
     """)
     assert done.returncode == 0, done.stderr[-3000:]
-
-
-PROGRAM = """
-from tflearn_helpers import setup_course
-
-setup_course(devices=2, log_placement=True, verbose=False)
-import tensorflow as tf
-
-with tf.device("/CPU:1"):
-    tf.matmul(tf.ones((2, 2)), tf.ones((2, 2)))
-"""
-
-
-def test_placement_log_is_read_from_a_program_run_in_a_fresh_process(tmp_path):
-    program = tmp_path / "placement_log.py"
-    program.write_text(PROGRAM)
-    lines = placement.run_with_placement_log(program)
-    assert any("MatMul" in op and dev == "CPU:1" for _, op, dev in lines), lines
-
-
-def test_a_failing_program_raises_with_its_error(tmp_path):
-    program = tmp_path / "fails.py"
-    program.write_text("1 / 0\n")
-    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
-        placement.run_with_placement_log(program)
-
-
-def test_a_program_over_its_timeout_is_stopped_and_named(tmp_path):
-    program = tmp_path / "sleeps.py"
-    pid_file = tmp_path / "pid"
-    program.write_text(
-        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
-    )
-    with pytest.raises(TimeoutError, match="sleeps.py ran over 5 s"):
-        placement.run_with_placement_log(program, timeout=5)
-    with pytest.raises(ProcessLookupError):
-        os.kill(int(pid_file.read_text()), 0)  # stopped and reaped, not left running
 
 
 def test_parse_placement_log_keeps_only_placement_lines():

@@ -86,6 +86,10 @@ def test_wait_until_stops_early_when_a_child_it_depends_on_dies():
     ):
         cluster.processes.wait_until(lambda: False, 60, "the moon", depends_on=[child])
     assert time.monotonic() - start < 30 and child.returncode == 4
+    other = _python("import time; time.sleep(0.5); print('done'); raise SystemExit(3)")
+    with pytest.raises(cluster.processes.ProcessExitedError, match="while waiting for the sun"):
+        other.wait_until(lambda: False, 60, "the sun")  # the same, as the child's own method
+    assert cluster.start_process is cluster.processes.start
 
 
 def test_a_child_dies_with_its_killed_parent(tmp_path):

@@ -94,9 +94,10 @@ def test_draws_finds_plots_in_code_cells_only(tmp_path):
         return path
 
     code, text = nbformat.v4.new_code_cell, nbformat.v4.new_markdown_cell
-    assert nbtools.draws(nb(code("import matplotlib.pyplot as plt\nplt.show()")))
-    assert nbtools.draws(nb(code("from IPython.display import HTML")))
-    assert not nbtools.draws(nb(code("print(1)"), text("we could use plt.plot here")))
+    assert nbtools.draws(nb(code("import matplotlib.pyplot as plt\nplt.show()"))) == {"image"}
+    assert nbtools.draws(nb(code("from IPython.display import HTML"))) == {"html"}
+    assert nbtools.draws(nb(code("plt.plot([1])"), code("display(df)"))) == {"image", "html"}
+    assert nbtools.draws(nb(code("print(1)"), text("we could use plt.plot here"))) == set()
 
 
 def test_rotating_sample_is_fixed_by_its_key_and_goes_round():

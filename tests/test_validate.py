@@ -33,3 +33,19 @@ def test_out_of_range_says_what_is_accepted(kwargs, message):
 def test_the_error_is_both_a_value_error_and_a_type_error():
     assert issubclass(validate.WholeNumberError, ValueError)
     assert issubclass(validate.WholeNumberError, TypeError)
+
+
+def test_dns_label_accepts_kubernetes_names_and_names_the_rule():
+    assert validate.dns_label("mwms-lesson06") == "mwms-lesson06"
+    for bad in ("Upper", "-dash", "a" * 64, "under_score", 6):
+        with pytest.raises(ValueError, match="DNS label"):
+            validate.dns_label(bad)
+
+
+def test_container_command_wants_an_image_and_a_list_of_strings():
+    validate.container_command("registry/tflearn:1.0", ["python", "w.py"])
+    with pytest.raises(ValueError, match="container image"):
+        validate.container_command(" ", ["python"])
+    for bad in ("python w.py", [], ["python", 3]):
+        with pytest.raises(ValueError, match="non-empty list of strings"):
+            validate.container_command("img", bad)

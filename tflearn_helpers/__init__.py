@@ -2,7 +2,7 @@
 
 The names every notebook uses come from here::
 
-    from tflearn_helpers import setup_course, pick, headline, print_table, check
+    from tflearn_helpers import setup_course, pick, headline, check
 
 Anything else is a module, used by its full name (``from tflearn_helpers import mirrored``,
 then ``mirrored.make_train_step``). Importing this package never imports TensorFlow:
@@ -10,7 +10,7 @@ then ``mirrored.make_train_step``). Importing this package never imports TensorF
 """
 
 from .checks import check, ready
-from .report import expect_error, headline, print_table, record
+from .report import expect_error, headline
 from .runtime.environment import setup_course
 from .runtime.scale import pick
 
@@ -28,9 +28,7 @@ __all__ = [
     "expect_error",
     "headline",
     "pick",
-    "print_table",
     "ready",
-    "record",
     "setup_course",
     "__version__",
 ]

@@ -10,12 +10,9 @@ quickly for the chief (the program's class, reused by the exercise checks' progr
 
 from __future__ import annotations
 
-__all__ = [
-    "build_graph",
-    "placement",
-    "quick_worker_session_creator",
-    "short_device",
-]
+from .placement import short_device
+
+__all__ = ["build_graph", "placement", "quick_worker_session_creator"]
 
 
 def build_graph(cluster, task, mode="async", aggregate=0, workers=1):
@@ -120,9 +117,3 @@ def placement(num_ps: int, *, partitions: int = 0) -> list[tuple]:
             )
             for v in v1.global_variables()
         ]
-
-
-def short_device(device: str) -> str:
-    """'/job:ps/task:1/device:CPU:0' or '/job:ps/task:1' -> 'ps:1'."""
-    parts = dict(p.split(":", 1) for p in device.strip("/").split("/") if ":" in p)
-    return f"{parts.get('job', '?')}:{parts.get('task', '0')}"

@@ -25,10 +25,10 @@ __all__ = [
     "NOT_ATTEMPTED",
     "RIGHT",
     "WRONG",
-    "CheckResult",
     "attempted",
     "check",
     "exercise",
+    "learner_source",
     "ready",
 ]
 
@@ -82,6 +82,17 @@ def attempted(answer) -> bool:
     if inspect.isfunction(answer):
         return not _stub_body(answer)
     return True
+
+
+def learner_source(answer, name: str) -> tuple[str | None, str | None]:
+    """(the source of the learner's function ``answer``, None), or (None, a hint) when it is
+    not a function whose code can be read (checks that run it in a fresh process need it)."""
+    if not callable(answer):
+        return None, f"pass your function {name} itself, not its result"
+    try:
+        return textwrap.dedent(inspect.getsource(answer)), None
+    except (OSError, TypeError):
+        return None, "define your function with `def` in a notebook cell, so its code can be read"
 
 
 def ready(exercise_id: str, *answers) -> bool:

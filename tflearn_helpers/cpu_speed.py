@@ -16,15 +16,7 @@ from dataclasses import dataclass
 from .cluster import events, processes
 from .measure import Timing, time_steps
 
-__all__ = [
-    "ONEDNN_BANNER",
-    "SETTINGS",
-    "Run",
-    "build_model",
-    "compare",
-    "main",
-    "time_training_steps",
-]
+__all__ = ["Run", "build_model", "compare", "main"]
 
 SETTINGS = {"course": "1", "tensorflow default": None, "off": "0"}
 ONEDNN_BANNER = "oneDNN custom operations are on"

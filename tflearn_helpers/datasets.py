@@ -20,7 +20,6 @@ import numpy as np
 from . import validate
 
 __all__ = [
-    "CIFAR10_HOST",
     "Images",
     "cifar10",
     "fixed_regression_batch",
@@ -30,7 +29,6 @@ __all__ = [
     "regression_model",
     "teacher_classes",
     "teacher_data",
-    "to_float",
     "training_images",
 ]
 
@@ -151,15 +149,6 @@ def reachable(host_port: tuple[str, int], timeout: float) -> bool:
             return True
     except OSError:
         return False
-
-
-def to_float(x):
-    """uint8 images -> float32 in [0, 1] (numpy or TensorFlow, whichever it gets)."""
-    if isinstance(x, np.ndarray):
-        return x.astype(np.float32) / 255.0
-    import tensorflow as tf
-
-    return tf.cast(x, tf.float32) / 255.0
 
 
 def _palette(classes: int) -> np.ndarray:

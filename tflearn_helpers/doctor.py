@@ -20,7 +20,7 @@ import time
 
 from .runtime import startup_noise
 
-__all__ = ["CheckFailed", "main"]
+__all__ = ["main"]
 
 
 class CheckFailed(RuntimeError):

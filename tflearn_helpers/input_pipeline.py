@@ -1,21 +1,17 @@
-"""Plumbing for lesson 04's input pipeline: TFRecord files of JPEGs, their parser, and a
-timer of images/s (the lesson writes the pipeline itself, stage by stage, in its cells).
+"""TFRecord files of JPEGs and their parser, for lesson 04's exercises and their checks (the
+lesson writes the same records, its pipeline and its timer in its own cells).
 
-``write_shards`` stores images as TFRecord files of JPEG bytes (a real decode per image).
-``images_per_second`` times a dataset, optionally with a stand-in accelerator step
-(``time.sleep``: a GPU busy with a training step does not use the CPU, so a sleep models it
-honestly for the question "does the input keep up?"). ``record_parser`` turns one record
-back into (image, label[, index]).
+``write_shards`` stores images as TFRecord files of JPEG bytes (a real decode per image);
+``record_parser`` turns one record back into (image, label[, index]).
 """
 
 from __future__ import annotations
 
 import os
-import time
 
 from . import validate
 
-__all__ = ["images_per_second", "record_parser", "write_shards"]
+__all__ = ["record_parser", "write_shards"]
 
 
 def write_shards(images, directory: str, shards: int) -> list[str]:
@@ -41,28 +37,6 @@ def write_shards(images, directory: str, shards: int) -> list[str]:
                 example = tf.train.Example(features=tf.train.Features(feature=feature))
                 writer.write(example.SerializeToString())
     return paths
-
-
-def images_per_second(dataset, batches: int, step_seconds: float = 0.0, warmup: int = 1) -> float:
-    """Images/s delivered by ``dataset`` over ``batches`` batches after ``warmup`` batches,
-    with a stand-in accelerator step of ``step_seconds`` after each batch."""
-    if batches < 1 or warmup < 0 or step_seconds < 0:
-        raise ValueError(f"need batches >= 1, warmup >= 0, step_seconds >= 0: {batches}, "
-                         f"{warmup}, {step_seconds}")  # fmt: skip
-    it = iter(dataset)
-    for _ in range(warmup):
-        next(it)
-    images = 0
-    start = time.perf_counter()
-    for _ in range(batches):
-        try:
-            batch = next(it)
-        except StopIteration:
-            raise ValueError(f"the dataset ran out before {warmup + batches} batches") from None
-        images += int(batch[0].shape[0])
-        if step_seconds:
-            time.sleep(step_seconds)
-    return images / (time.perf_counter() - start)
 
 
 def record_parser(size: int | None = None, with_index: bool = False):

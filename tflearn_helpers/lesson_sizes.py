@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import os
 import re
 import shutil
 import subprocess
@@ -25,9 +24,7 @@ from .runtime.devices import DEFAULT_GPU_MEMORY_MB, plan_devices
 
 __all__ = [
     "BN_PER_REPLICA_BATCH",
-    "CARD_SHARE",
     "FRACTION",
-    "Fit",
     "GpuShape",
     "HEADERS",
     "LESSONS",
@@ -36,18 +33,19 @@ __all__ = [
     "PER_REPLICA_BATCH",
     "PIPELINE_BATCH",
     "PIPELINE_IMAGE",
+    "PROBE_BATCH",
     "RESNET_IMAGE",
     "SHAPES",
     "STRONG_GLOBAL_BATCH",
+    "TRANSFORMER_SHAPE",
     "available_ram",
     "by_number",
-    "device_limit_bytes",
-    "explain",
     "fit_on_gpus",
     "fit_on_shared_memory",
     "gpu_memory_mib",
     "mlp",
     "pipeline_cuts",
+    "planner_case",
     "resnet50",
     "rows",
     "small_convnet",
@@ -95,6 +93,12 @@ STRONG_GLOBAL_BATCH = {"smoke": 128, "cpu": 32, "gpu": 32}
 PIPELINE_IMAGE = {"smoke": 32, "cpu": 64, "gpu": 224}  # lesson 05
 PIPELINE_BATCH = {"smoke": 8, "cpu": 32, "gpu": 16}  # lesson 05
 MICRO_BATCHES = (1, 2, 4, 8)
+TRANSFORMER_SHAPE = {  # lesson 08: the Transformer whose peak it measures
+    "smoke": dict(vocab=256, seq=128, width=64, heads=4, blocks=2),
+    "cpu": dict(vocab=512, seq=256, width=128, heads=4, blocks=4),
+    "gpu": dict(vocab=512, seq=256, width=128, heads=4, blocks=4),
+}
+PROBE_BATCH = 8  # lesson 08's batch for that measurement
 
 
 @functools.cache
@@ -197,6 +201,12 @@ def _lesson06(profile: str, n: int) -> list[int]:
     return [memory.mirrored(mlp(20, 64, 10), 64, 2, "sgd").total] * n
 
 
+def _lesson08(profile: str, n: int) -> list[int]:
+    """One training step of the measured Transformer (section 1), were it run on a device."""
+    shape = memory.TransformerShape(**TRANSFORMER_SHAPE[profile])
+    return [memory.transformer(shape, PROBE_BATCH, "adam").total] * n
+
+
 LESSONS = (
     Lesson("00", 4, DEFAULT_GPU_MEMORY_MB, "the matrix size n", _lesson00),
     Lesson("01", 2, DEFAULT_GPU_MEMORY_MB, "BATCH", _lesson01),
@@ -205,7 +215,49 @@ LESSONS = (
     Lesson("04", 2, 6_912, "the per-replica batch (GLOBAL_BATCH = it x N)", _lesson04),
     Lesson("05", 4, 3_328, "BATCH", _lesson05),
     Lesson("06", 2, DEFAULT_GPU_MEMORY_MB, "the global batch", _lesson06),
+    Lesson("08", 2, DEFAULT_GPU_MEMORY_MB, "SHAPE and PROBE_BATCH", _lesson08),
 )
+
+
+@dataclass(frozen=True)
+class PlannerCase:
+    """A step lesson 04 or 05 predicts at its gpu profile, for lesson 08's planner to match."""
+
+    lesson: str
+    layout: str  # the planner's name for it
+    model: object  # Keras' ResNet-50, built (for its layers), never trained
+    memory: memory.ModelMemory
+    batch: int  # global batch of one step
+    optimizer: str
+    limit: int  # bytes of the logical GPU the lesson carves from a T4
+    predicted: memory.Footprint  # the lesson's prediction for its busiest device
+    devices: int = 2
+    fraction: float = FRACTION  # of ``limit`` the course plans to use
+
+
+@functools.cache
+def _keras_resnet50(image: int):
+    import keras
+
+    return keras.applications.ResNet50(weights=None, input_shape=(image, image, 3), classes=10)
+
+
+@functools.cache
+def planner_case(number: str) -> PlannerCase:
+    """Lesson 04's data-parallel step (2 replicas, Adam) or lesson 05's two-stage GPipe step
+    (8 micro-batches, momentum SGD), on Keras' ResNet-50 at the gpu profile's sizes."""
+    if number not in ("04", "05"):
+        raise ValueError(f"the planner's cases are lessons '04' and '05', got {number!r}")
+    model = _keras_resnet50((RESNET_IMAGE if number == "04" else PIPELINE_IMAGE)["gpu"])
+    mem, limit = memory.profile(model), by_number(number).gpu_memory_mb * memory.MiB
+    if number == "04":
+        batch = 2 * PER_REPLICA_BATCH["gpu"]
+        need = memory.mirrored(mem, batch, 2, "adam")
+        return PlannerCase("04", "dp2 zero0 tp1 pp1", model, mem, batch, "adam", limit, need)
+    batch = PIPELINE_BATCH["gpu"]
+    stages = memory.pipeline(mem, pipeline_cuts(mem, 2), batch, 8, "gpipe", "momentum")
+    need = max(stages, key=lambda f: f.total)
+    return PlannerCase("05", "dp1 zero0 tp1 pp2", model, mem, batch, "momentum", limit, need)
 
 
 @dataclass(frozen=True)
@@ -247,7 +299,7 @@ def fit_on_shared_memory(lesson: Lesson, devices: int, available: int, profile: 
 
 
 def rows(fits: list[Fit]) -> list[tuple]:
-    """Rows for ``report.print_table`` with :data:`HEADERS`."""
+    """Rows for a table with :data:`HEADERS`."""
     return [
         (f.lesson, f.machine, f.devices, f"{f.peak / memory.MiB:,.0f}",
          f"{f.limit / memory.MiB:,.0f}", f"{100 * f.share:.0f} %",
@@ -264,25 +316,6 @@ def by_number(number: str) -> Lesson:
     return next(item for item in LESSONS if item.number == number)
 
 
-def explain(number: str, devices: int, limit_mib: int, profile: str = "gpu") -> str:
-    """One sentence a lesson prints: its predicted peak per device against the limit."""
-    peak = max(by_number(number).peaks(profile, devices))
-    return (
-        f"lesson {number}, {profile} profile, {devices} devices: the memory model predicts "
-        f"{peak / memory.MiB:,.0f} MiB per device at the peak of a step, "
-        f"{peak / (limit_mib * memory.MiB):.0%} of {limit_mib:,} MiB (the course allows "
-        f"{FRACTION:.0%}; to change it: {by_number(number).setting})"
-    )
-
-
-def device_limit_bytes(kind: str, simulated: bool, gpu_memory_mb: int, devices: int) -> int:
-    """Bytes one device may use: a logical GPU's limit, a real GPU's memory, or for logical
-    CPUs an equal share of the memory available now (they share it)."""
-    if kind == "GPU":
-        return (gpu_memory_mb if simulated else gpu_memory_mib() or gpu_memory_mb) * memory.MiB
-    return available_ram() // devices
-
-
 def gpu_memory_mib() -> int | None:
     """MiB of the first GPU as nvidia-smi reports it (None without nvidia-smi)."""
     smi = shutil.which("nvidia-smi")
@@ -295,12 +328,7 @@ def gpu_memory_mib() -> int | None:
 
 
 def available_ram() -> int:
-    """Bytes of memory available to new work (Linux MemAvailable; else all physical)."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    """Bytes of memory available to new work (psutil: Linux's MemAvailable, macOS, Windows)."""
+    import psutil
+
+    return psutil.virtual_memory().available

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from . import validate
 
-__all__ = ["Timing", "pipeline_bubble", "ring_allreduce_bytes", "scaling_efficiency", "time_steps"]
+__all__ = ["Timing", "pipeline_bubble", "ring_allreduce_bytes", "time_steps"]
 
 
 @dataclass(frozen=True)
@@ -50,13 +50,6 @@ def time_steps(step, steps: int, warmup: int = 1) -> Timing:
         _block(step())
         samples.append(time.perf_counter() - start)
     return Timing(tuple(samples))
-
-
-def scaling_efficiency(rate_1: float, rate_n: float, n: int) -> float:
-    """Throughput on n devices divided by n times the throughput on one (1.0 = perfect)."""
-    if n < 1 or rate_1 <= 0:
-        raise ValueError(f"need n >= 1 and a positive single-device rate, got n={n}, {rate_1}")
-    return rate_n / (n * rate_1)
 
 
 def ring_allreduce_bytes(size_bytes: float, n: int) -> float:

@@ -28,26 +28,20 @@ and tensor parallelism (``benchmarks/sharding_memory.py`` checks it against meas
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 from . import validate
 
 __all__ = [
-    "DeviceOutOfMemoryError",
     "Footprint",
-    "LayerMemory",
     "MiB",
     "ModelMemory",
     "SCHEDULES",
-    "SLOTS",
     "TransformerShape",
     "dtype_bytes",
-    "explain_oom",
     "largest_batch",
     "mirrored",
     "one_device",
-    "oom_message",
     "parameter_server",
     "pipeline",
     "profile",
@@ -174,7 +168,7 @@ class Footprint:
         return self.parameters + self.gradients + self.optimizer + self.activations + self.inputs
 
     def rows(self) -> list[tuple[str, str]]:
-        """(part, MiB) rows for ``report.print_table``."""
+        """(part, MiB) rows for a table."""
         parts = ("parameters", "gradients", "optimizer", "activations", "inputs", "total")
         return [(p, f"{getattr(self, p) / MiB:,.1f}") for p in parts]
 
@@ -370,35 +364,6 @@ def largest_batch(peak_of, limit_bytes: int, fraction: float = 0.7, multiple: in
     while peak_of(batch + multiple) <= budget and batch < 1 << 16:
         batch += multiple
     return batch
-
-
-class DeviceOutOfMemoryError(RuntimeError):
-    """A training step ran out of device memory; the message says what to change."""
-
-
-def oom_message(batch: int, need, limit_bytes: int, setting: str, fraction=0.7) -> str:
-    """What to tell the learner: the batch tried, the predicted need (``need(batch)`` bytes),
-    the device's limit and the one setting to change, with a batch the model says fits."""
-    fits = largest_batch(need, limit_bytes, fraction, multiple=1 if batch < 8 else 8)
-    advice = f"lower it to {fits} or less" if fits else "no batch fits: use a smaller model"
-    return (
-        f"out of device memory training a batch of {batch}: the memory model predicts "
-        f"{need(batch) / MiB:,.0f} MiB at the peak of a step, and the device has "
-        f"{limit_bytes / MiB:,.0f} MiB. Change {setting}: {advice} (the largest batch "
-        f"predicted to use at most {fraction:.0%} of the device)."
-    )
-
-
-@contextlib.contextmanager
-def explain_oom(batch: int, need, limit_bytes: int, setting: str):
-    """Turn a ``ResourceExhaustedError`` raised inside into a :class:`DeviceOutOfMemoryError`
-    whose message is :func:`oom_message` (the original error is its ``__cause__``)."""
-    import tensorflow as tf
-
-    try:
-        yield
-    except tf.errors.ResourceExhaustedError as err:
-        raise DeviceOutOfMemoryError(oom_message(batch, need, limit_bytes, setting)) from err
 
 
 def _variable_sizes(layer) -> tuple[tuple[int, bool], ...]:

@@ -3,7 +3,8 @@
 ``python -m tflearn_helpers.memory_probe --batch 16`` builds a model, builds its optimizer,
 runs one compiled training step (tracing), resets the allocator's statistics, runs timed
 steps and reports a "result" event: the peak bytes ``tf.config.experimental.get_memory_info``
-saw during a step, and the step times. On the CPU the allocator reports only when
+saw during a step, the step times, and the memory model's prediction (``memory.one_device``,
+lesson 00) for the very network it built. On the CPU the allocator reports only when
 ``TF_CPU_ALLOCATOR_USE_BFC=true`` was set before TensorFlow loaded, so ``measure`` starts
 each run as a child process with it (a fresh process also starts from a clean allocator).
 Lesson 00 writes the same program in one of its cells. ``sweep`` measures many settings
@@ -17,21 +18,24 @@ import argparse
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
+from . import memory
 from .cluster import events, processes
 
-__all__ = ["BFC_ENV", "Probe", "SweepRow", "measure", "result", "run_here", "sweep"]
+__all__ = ["measure", "result", "sweep"]
 
 BFC_ENV = "TF_CPU_ALLOCATOR_USE_BFC"
 
 
 @dataclass(frozen=True)
 class Probe:
-    """One measured run: the peak bytes of a step (None without allocator stats), step seconds."""
+    """One measured run: the peak bytes of a step (None without allocator stats), step seconds,
+    and the memory model's footprint of the same network, batch and optimizer."""
 
     peak: int | None
     step_seconds: tuple[float, ...]
+    predicted: memory.Footprint
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,7 @@ def run_here(model: str, image_size: int, batch: int, policy: str, optimizer: st
 
     keras.mixed_precision.set_global_policy(policy)
     net = build_model(model, image_size)
+    predicted = memory.one_device(memory.profile(net), batch, optimizer)  # shapes only
     opt = keras.optimizers.get(optimizer)
     opt.build(net.trainable_variables)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=model == "small")
@@ -79,7 +84,7 @@ def run_here(model: str, image_size: int, batch: int, policy: str, optimizer: st
         device = None  # this allocator keeps no statistics
     timing = time_steps(lambda: step(x, y).numpy(), steps=steps, warmup=0)
     peak = tf.config.experimental.get_memory_info(device)["peak"] if device else None
-    return Probe(peak, timing.samples)
+    return Probe(peak, timing.samples, predicted)
 
 
 def measure(
@@ -109,7 +114,7 @@ def measure(
 def result(proc: processes.Child) -> Probe:
     """Wait for a child started by :func:`measure` and read its measurement."""
     data, _ = events.result(proc, proc.timeout, "memory probe")
-    return Probe(data["peak"], tuple(data["step_seconds"]))
+    return Probe(data["peak"], tuple(data["step_seconds"]), memory.Footprint(**data["predicted"]))
 
 
 def sweep(
@@ -192,7 +197,8 @@ def main(argv=None) -> int:
     probe = run_here(
         args.model, args.image_size, args.batch, args.policy, args.optimizer, args.steps
     )
-    events.emit("result", value={"peak": probe.peak, "step_seconds": list(probe.step_seconds)})
+    value = {"peak": probe.peak, "step_seconds": list(probe.step_seconds)}
+    events.emit("result", value=value | {"predicted": asdict(probe.predicted)})
     return 0
 
 

@@ -1,9 +1,9 @@
 """Synchronous data parallelism with MirroredStrategy (taught in lesson 03).
 
 A custom training step with the loss scaled either the right way (by the global batch)
-or the classic wrong way (per replica), and the checks the lesson asserts: every replica
-holds the same variables, and what each replica sees. (Lesson 03's learnable synthetic
-data is ``datasets.teacher_data``.)
+or the classic wrong way (per replica), and the comparisons lesson 03 and its exercise checks
+make: whether every replica holds the same variables, how far two sets of weights are apart.
+(Lesson 03's learnable synthetic data is ``datasets.teacher_data``.)
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import numpy as np
 from . import validate
 
 __all__ = [
-    "LOSS_SCALINGS",
     "make_train_step",
     "max_abs_difference",
     "per_replica_shapes",
@@ -65,8 +64,9 @@ def per_replica_shapes(strategy, distributed) -> list[tuple[int, tuple[tuple, ..
 def make_train_step(strategy, model, optimizer, global_batch, loss_scaling="global"):
     """A ``tf.function`` training step on a distributed batch ``(x, y)``; it returns the mean
     loss. Defined in lesson 03 (notebooks/03_mirrored_strategy.ipynb, section 4), which
-    explains it; lesson 04 and the benchmarks reuse it from here. tests/test_mirrored.py checks
-    that this is the lesson's code (argument checks aside).
+    explains it; lesson 04 copies it into a program file, lesson 06, exercises and the
+    benchmarks reuse it from here. tests/test_mirrored.py checks that this is the code of
+    both lessons (argument checks aside).
 
     ``loss_scaling="global"`` divides each replica's summed loss by the *global* batch and
     ``model.losses`` by the replicas; ``"per_replica"`` is the classic mistake (each
@@ -125,7 +125,9 @@ def twin_model(model, strategy=None):
 
 
 def max_abs_difference(weights_a, weights_b) -> float:
-    """Largest elementwise |a - b| between two lists of arrays (e.g. ``get_weights()``)."""
+    """Largest elementwise |a - b| between two lists of arrays (e.g. ``get_weights()``).
+    Defined in lesson 03 (section 4), as is :func:`update_norm`; lesson 06 and the exercise
+    checks reuse them from here, and tests/test_mirrored.py checks that they are the lesson's."""
     if len(weights_a) != len(weights_b):
         raise ValueError(f"{len(weights_a)} arrays vs {len(weights_b)}: not the same model")
     return max(
@@ -136,11 +138,7 @@ def max_abs_difference(weights_a, weights_b) -> float:
 
 def update_norm(before, after) -> float:
     """Euclidean norm of the change from ``before`` to ``after`` (lists of arrays)."""
-    return float(
-        np.sqrt(
-            sum(
-                np.sum((np.asarray(b) - np.asarray(a)) ** 2)
-                for a, b in zip(before, after, strict=True)
-            )
-        )
+    squares = (
+        np.sum((np.asarray(b) - np.asarray(a)) ** 2) for a, b in zip(before, after, strict=True)
     )
+    return float(np.sqrt(sum(squares)))

@@ -2,9 +2,9 @@
 
 ``segment_models`` cuts a functional model (e.g. ResNet-50/101 from ``keras.applications``)
 at named layers such as ``"conv3_block1_out"`` into unplaced sub-models; ``time_segments``
-and ``balance`` pick cuts that even out a per-segment cost (parameters or measured time);
-``activation_bytes`` sizes what a stage sends on and keeps. Placing the stages on devices and
-the pipeline schedules are the lesson's own code.
+and ``balance`` pick cuts that even out a per-segment cost (parameters or measured time) for
+exercises, benchmarks and the memory planner. Lesson 05 writes its own timing and balancing,
+the placement of the stages on devices and the pipeline schedules.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "activation_bytes",
     "balance",
     "block_boundaries",
     "segment_models",
@@ -103,18 +102,3 @@ def balance(costs: list[float], stages: int) -> list[int]:
         j = cut[k][j]
         bounds.append(j)
     return [b - 1 for b in reversed(bounds[:-1])]
-
-
-def activation_bytes(model, batch: int) -> tuple[int, int]:
-    """(bytes of a functional model's output, bytes of all its layers' outputs) for ``batch``
-    float32 inputs: what a stage sends on, and what its backward pass must keep."""
-    out = _tensor_bytes(model.outputs[0].shape, batch)
-    kept = sum(_tensor_bytes(layer.output.shape, batch) for layer in model.layers[1:])
-    return out, kept
-
-
-def _tensor_bytes(shape, batch: int) -> int:
-    size = batch
-    for d in shape[1:]:
-        size *= int(d)
-    return 4 * size

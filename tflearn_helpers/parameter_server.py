@@ -10,7 +10,9 @@ from __future__ import annotations
 import gc
 import time
 
-from . import cluster, validate
+import portpicker
+
+from . import validate
 
 __all__ = ["measure_workers"]
 
@@ -26,7 +28,7 @@ def measure_workers(spec, n, *, steps, work):
     validate.whole_number("work", work, minimum=1)
     import tensorflow as tf
 
-    chief = [f"localhost:{cluster.pick_ports(1)[0]}"]  # a fresh chief port for each connection
+    chief = [f"localhost:{portpicker.pick_unused_port()}"]  # a fresh chief port for each connection
     sub = {**spec, "worker": spec["worker"][:n], "chief": chief}
     gc.collect()  # free the old connection's functions while its servers still know them
     resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(

@@ -1,29 +1,24 @@
 """Where variables live and where ops run (taught in lessons 00 and 05).
 
-``variable_devices`` reads each variable's device. ``op_devices`` runs a function once
-and reads the graphs TensorFlow actually executed, partitioned per device (the truth,
-not what a ``tf.device`` scope requested). Lesson 00 also reads TensorFlow's
-own placement log: ``run_with_placement_log`` runs a program file (one that turns the log
-on before TensorFlow starts) in a fresh Python and ``parse_placement_log`` reads its lines.
+``variable_devices`` reads each variable's device. ``executed_nodes`` (lesson 00 writes it)
+runs a function once and reads the graphs TensorFlow actually executed, partitioned per device
+(the truth, not what a ``tf.device`` scope requested); ``op_devices`` and ``compute_op_counts``
+summarise them. ``parse_placement_log`` reads the lines of
+TensorFlow's own placement log, which a program turns on before its runtime starts (lesson 00
+writes one; exercise 00.5's check reads the learner's).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 from collections import Counter
 
-from .cluster import processes
-
 __all__ = [
-    "PLACEMENT_LOG_LINE",
-    "PLUMBING_OPS",
     "compute_op_counts",
+    "executed_nodes",
     "op_devices",
     "parameters_per_device",
     "parse_placement_log",
-    "run_with_placement_log",
     "short_device",
     "variable_devices",
 ]
@@ -89,28 +84,39 @@ def _device(variable) -> str:
     return short_device(device if device is not None else variable.value.device)
 
 
-def op_devices(fn, *args, **kwargs) -> list[tuple[str, str]]:
-    """Run ``fn`` once and return (op type, device) for every node that executed.
-
-    ``fn`` (eager code or a ``tf.function``) runs as a freshly traced ``tf.function``:
-    TensorFlow reports the per-device graphs only when it first places a function.
+def executed_nodes(fn, *args):
+    """Call the ``tf.function`` ``fn`` once; return the nodes (``NodeDef``) of the partition
+    graphs TensorFlow ran, each with its op type and device. TensorFlow reports them only when
+    it first places a function: pass one that has not run yet. Defined in lesson 00
+    (notebooks/00_devices_and_setup.ipynb, section 3), which explains it; tests/test_placement.py
+    checks that this is the lesson's code.
     """
-    import tensorflow as tf
     from tensorflow.python.eager import context  # run metadata has no public API
 
-    fresh = tf.function(getattr(fn, "python_function", fn))
     ctx = context.context()
     ctx.enable_run_metadata()
     try:
-        ctx.export_run_metadata()  # discard what earlier (eager) work left in the buffer
-        fresh(*args, **kwargs)
+        ctx.export_run_metadata()
+        fn(*args)
         metadata = ctx.export_run_metadata()
     finally:
         ctx.disable_run_metadata()
-    # The same per-device graphs are reported twice, per function and in a flat list.
-    graphs = [g for f in metadata.function_graphs for g in f.partition_graphs]
-    graphs = graphs or list(metadata.partition_graphs)
-    return [(node.op, short_device(node.device)) for g in graphs for node in g.node]
+    # (The same graphs are also reported in metadata.partition_graphs: read one list only.)
+    return [node for f in metadata.function_graphs for g in f.partition_graphs for node in g.node]
+
+
+def op_devices(fn, *args, **kwargs) -> list[tuple[str, str]]:
+    """Run ``fn`` once and return (op type, device) for every node that executed.
+
+    ``fn`` (eager code or a ``tf.function``) runs as a freshly traced ``tf.function``, so
+    TensorFlow reports its per-device graphs (see :func:`executed_nodes`).
+    """
+    import functools
+
+    import tensorflow as tf
+
+    fresh = tf.function(functools.partial(getattr(fn, "python_function", fn), **kwargs))
+    return [(node.op, short_device(node.device)) for node in executed_nodes(fresh, *args)]
 
 
 def compute_op_counts(fn, *args, **kwargs) -> Counter:
@@ -122,22 +128,3 @@ def parse_placement_log(text: str) -> list[tuple[str, str, str]]:
     """(node, op type, short device) for each placement-log line in ``text``."""
     lines = (PLACEMENT_LOG_LINE.match(line.strip()) for line in text.splitlines())
     return [(m["node"], m["op"], short_device(m["device"])) for m in lines if m]
-
-
-def run_with_placement_log(program, timeout: float = 120) -> list[tuple[str, str, str]]:
-    """Run the Python file ``program`` in a fresh process; return its placement log.
-
-    TensorFlow honours ``tf.debugging.set_log_device_placement(True)`` only when it is set
-    before its runtime starts, so a notebook that already ran TensorFlow cannot turn it on
-    for itself: the program does (``setup_course(..., log_placement=True)``).
-    """
-    command = [sys.executable, os.fspath(program)]
-    quiet = {"TF_CPP_MIN_LOG_LEVEL": "2"}
-    with processes.start(command, env=quiet, merge_stderr=False, name=str(program)) as child:
-        try:
-            code = child.wait(timeout)
-        except TimeoutError:
-            raise TimeoutError(f"{program} ran over {timeout:.0f} s") from None
-    if code != 0:
-        raise RuntimeError(f"{program} failed:\n{child.errors()[-2000:]}")
-    return parse_placement_log(child.output())

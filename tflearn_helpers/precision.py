@@ -5,7 +5,8 @@ CPU has bfloat16 units (AVX512-BF16, AMX-BF16), ``float32`` otherwise. The flags
 enough: on an Intel Xeon with AVX512-FP16 and AMX, oneDNN's float16 convolution training
 step was measured about 700x slower than float32 (issue 23, docs/MEASURED.md). So
 ``probe`` times one tiny training step per policy in a child process with one deadline;
-a policy that misses it is "too slow here" and is never swept.
+a policy that misses it is "too slow here" and is never swept. Lesson 04 writes the choice of
+a policy from the machine's kind, its flags and the probe.
 """
 
 from __future__ import annotations
@@ -16,10 +17,9 @@ import time
 
 from .cluster import events, processes
 
-__all__ = ["FEATURES", "POLICIES", "SLOW", "choose", "cpu_features", "probe", "tiny_step_seconds"]
+__all__ = ["FEATURES", "POLICIES", "cpu_features", "probe", "tiny_step_seconds"]
 
 POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")  # float16 last: it may never finish
-SLOW = 2.0  # a 16-bit step over this many times float32's is a slow kernel, not noise
 FEATURES = ("avx512_fp16", "amx_fp16", "avx512_bf16", "amx_bf16", "amx_tile")
 
 
@@ -104,22 +104,6 @@ def _stuck(child: processes.Child, patience: float) -> bool:
         return False
     since = time.time() - done[-1]["at"]
     return since > max(5.0, patience * done[0]["took"])
-
-
-def choose(kind: str, features: dict | None, seconds: dict) -> tuple[str, str]:
-    """(the training policy for this machine, why), from its kind, CPU flags and ``probe``.
-
-    bfloat16 units are taken from the flags; the probe only guards against a pathological
-    kernel (over ``SLOW`` x float32's step), since small steps on a busy machine are noisy.
-    """
-    if kind == "GPU":
-        return "mixed_float16", "a GPU: float16 on its matrix units, with loss scaling"
-    if not features or not (features["avx512_bf16"] or features["amx_bf16"]):
-        return "float32", "a CPU without bfloat16 units: 16-bit types have no fast kernels here"
-    f32, bf16 = seconds.get("float32"), seconds.get("mixed_bfloat16")
-    if f32 is None or bf16 is None or bf16 > SLOW * f32:
-        return "float32", "bfloat16 units, but the bfloat16 step was too slow here"
-    return "mixed_bfloat16", "a CPU with bfloat16 units (AVX512-BF16 or AMX), and no slow kernel"
 
 
 def main(argv=None) -> int:

@@ -1,16 +1,12 @@
-"""Printing results: tables and headline figures (used by every lesson).
+"""Printing results: headline figures (every lesson) and text tables.
 
-``print_table`` shows a pandas DataFrame: an HTML table in a notebook (JupyterLab, Colab,
-VS Code, the rendered course), plain text in a terminal. ``format_table`` is the plain text
-the course's own commands print (``doctor``, the course runner).
+Lessons show their tables as pandas DataFrames (``setup_course`` sets pandas to print
+figures with ``format_value``). ``format_table`` is the plain text the course's own
+commands print (``doctor``, the course runner).
 
 A headline is a figure a lesson wants on the course's summary page (``make course``):
 ``headline("images/s on 4 devices", 123.4)`` prints it and, when the course runner
 set ``TFLEARN_HEADLINES``, appends it to that JSON-lines file.
-
-``record(key, value)`` keeps a measured figure for later lessons (lesson 06's strategy
-table reads what lessons 02-05 measured on this machine) in ``$TFLEARN_RESULTS``
-(default ``~/.cache/tflearn/results.json``); ``recorded(key)`` reads it back.
 """
 
 from __future__ import annotations
@@ -18,33 +14,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
-import time
 from collections.abc import Iterable, Sequence
-from pathlib import Path
-
-try:
-    import fcntl
-except ImportError:  # Windows: no lock (a learner runs one notebook at a time there)
-    fcntl = None
 
 __all__ = [
     "HEADLINES_ENV",
-    "RESULTS_ENV",
-    "ExpectedError",
     "expect_error",
     "format_table",
     "format_value",
     "headline",
-    "print_table",
-    "record",
-    "recorded",
-    "recorded_prefix",
-    "results_path",
 ]
 
 HEADLINES_ENV = "TFLEARN_HEADLINES"
-RESULTS_ENV = "TFLEARN_RESULTS"
 
 
 def format_table(rows: Iterable[Sequence], headers: Sequence[str]) -> str:
@@ -59,32 +39,6 @@ def format_table(rows: Iterable[Sequence], headers: Sequence[str]) -> str:
     out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)), line]
     out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
     return "\n".join(out)
-
-
-def print_table(rows: Iterable[Sequence], headers: Sequence[str]) -> None:
-    """Show the rows as a table: a DataFrame, as HTML in a notebook and as text elsewhere."""
-    import pandas as pd
-
-    cells = [[format_value(v) for v in row] for row in rows]
-    for row in cells:
-        if len(row) != len(headers):
-            raise ValueError(f"row {row} has {len(row)} cells, headers have {len(headers)}")
-    frame = pd.DataFrame(cells, columns=list(headers))
-    text = frame.to_string(index=False)
-    if _in_ipython():
-        from IPython.display import display
-
-        display({"text/html": frame.to_html(index=False), "text/plain": text}, raw=True)
-    else:
-        print(text)
-
-
-def _in_ipython() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    return get_ipython() is not None
 
 
 def headline(label: str, value, unit: str = "") -> None:
@@ -123,51 +77,6 @@ def expect_error(*types: type[BaseException]):
     else:
         names = " or ".join(t.__name__ for t in types)
         raise AssertionError(f"expected {names}, but the block ran without error")
-
-
-def results_path() -> Path:
-    """Where ``record`` keeps figures: ``$TFLEARN_RESULTS``, else ~/.cache/tflearn."""
-    default = Path.home() / ".cache" / "tflearn" / "results.json"
-    return Path(os.environ.get(RESULTS_ENV) or default)
-
-
-def record(key: str, value: float, **context) -> None:
-    """Keep a measured figure (with when and where it was measured) for later lessons.
-
-    Safe when several notebooks record at once (two kernels, two helpers' test runs): the
-    read-modify-write holds a lock on ``<store>.lock`` (POSIX), and the new store is written
-    to a file of its own before it replaces the old one, so a reader never sees half a file.
-    """
-    path = results_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "a") as lock:
-        if fcntl:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        data = _load(path)
-        data[key] = {"value": value, "time": time.time(), **context}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(json.dumps(data, indent=1, sort_keys=True))
-        os.replace(tmp, path)
-
-
-def recorded(key: str) -> dict | None:
-    """The entry ``record`` kept under ``key`` ({"value": ..., "time": ..., ...}), or None."""
-    return _load(results_path()).get(key)
-
-
-def recorded_prefix(prefix: str) -> dict[str, dict]:
-    """Every entry whose key starts with ``prefix`` (e.g. "02."), sorted by key."""
-    if not isinstance(prefix, str):
-        raise TypeError(f"prefix must be a string, got {prefix!r}")
-    return {k: v for k, v in sorted(_load(results_path()).items()) if k.startswith(prefix)}
-
-
-def _load(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return {}
 
 
 def format_value(value) -> str:

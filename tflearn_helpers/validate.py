@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import numbers
+import re
 
-__all__ = ["WholeNumberError", "is_whole_number", "whole_number"]
+__all__ = ["WholeNumberError", "container_command", "dns_label", "is_whole_number", "whole_number"]
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 class WholeNumberError(ValueError, TypeError):
@@ -33,3 +36,18 @@ def whole_number(
     else:
         wanted = "a whole number"
     raise WholeNumberError(f"{name} must be {wanted}, got {value!r}")
+
+
+def dns_label(name) -> str:
+    """Return ``name``, or raise: a Kubernetes object name is a DNS label."""
+    if not isinstance(name, str) or not _DNS_LABEL.match(name):
+        raise ValueError(f"name must be a DNS label (a-z, 0-9, '-', <= 63 chars), got {name!r}")
+    return name
+
+
+def container_command(image, command) -> None:
+    """Raise unless ``image`` names a container image and ``command`` is a list of strings."""
+    if not isinstance(image, str) or not image.strip():
+        raise ValueError("image must be a container image name, e.g. 'registry/tflearn:1.0'")
+    if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
+        raise ValueError(f"command must be a non-empty list of strings, got {command!r}")

@@ -155,7 +155,10 @@ def python_of(source: str) -> str:
     """The Python in a code cell: a `%%writefile` body, other magics and shell lines blanked."""
     if is_program(source):
         return source.lstrip().split("\n", 1)[1] if "\n" in source.lstrip() else ""
-    return "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in source.splitlines())
+    return "\n".join(
+        ln[: len(ln) - len(ln.lstrip())] + "pass" if ln.lstrip().startswith(("%", "!")) else ln
+        for ln in source.splitlines()
+    )
 
 
 def helper_names(sources: list[str]) -> set[str]:
@@ -188,7 +191,9 @@ def helper_names(sources: list[str]) -> set[str]:
                 if value.id == "course":
                     found.add(f"course.{chain[0]}")
                 else:
-                    found.add(_resolve(importlib, roots[value.id], chain))
+                    name = _resolve(importlib, roots[value.id], chain)
+                    parts = name.split(".")
+                    found.update(".".join(parts[: i + 1]) for i in range(len(parts)))
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             if node.id in roots and node.id != "course" and id(node) not in inside:
                 found.add(_resolve(importlib, roots[node.id], []))
@@ -272,12 +277,17 @@ def readability_table(paths=None) -> str:
     return "\n".join(lines)
 
 
-_PLOT_RE = re.compile(r"\bplt\.|matplotlib|IPython\.display|\bdisplay\(")
+_DRAWS_RE = {  # the kinds of rich output a code cell can make, and how its code shows it
+    "image": re.compile(r"\bplt\.|matplotlib"),
+    "html": re.compile(r"IPython\.display|\bdisplay\("),
+}
 
 
-def draws(path: Path) -> bool:
-    """Whether a notebook's code draws something other than text (a plot, an image, HTML)."""
-    return any(c.cell_type == "code" and _PLOT_RE.search(c.source) for c in read(path).cells)
+def draws(path: Path) -> set[str]:
+    """What a notebook's code draws other than text: "image" (a plot), "html" (a table,
+    a frame); empty when it prints only."""
+    code = [c.source for c in read(path).cells if c.cell_type == "code"]
+    return {kind for kind, pattern in _DRAWS_RE.items() if any(map(pattern.search, code))}
 
 
 def rotating_sample(items: list, key: str, k: int = 1) -> list:
@@ -289,11 +299,13 @@ def rotating_sample(items: list, key: str, k: int = 1) -> list:
     return [items[(start + i) % len(items)] for i in range(k)]
 
 
-# --- One source for taught code (issue 19 item 3): a helper that reuses a lesson's function
-def taught_function(path: Path, name: str):
-    """The ``def name`` a lesson's code cells write (an ``ast.FunctionDef``)."""
+# --- One source for taught code (issue 19 item 3): a helper that reuses a lesson's code
+def taught_definitions(path: Path, name: str) -> list:
+    """Every ``def``/``class name`` a lesson's code cells write, nested ones and ``%%writefile``
+    programs included (``ast`` nodes, in the order of the cells)."""
     import ast
 
+    found = []
     for cell in read(path).cells:
         if cell.cell_type != "code":
             continue
@@ -301,65 +313,96 @@ def taught_function(path: Path, name: str):
             tree = ast.parse(python_of(cell.source))
         except SyntaxError:
             continue
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef) and node.name == name:
-                return node
-    raise LookupError(f"{path.name} defines no function {name!r} in a code cell")
+        found += [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name == name
+        ]
+    if not found:
+        raise LookupError(f"{path.name} defines no function or class {name!r} in a code cell")
+    return found
 
 
-def differs_from_taught(helper, path: Path) -> str | None:
-    """None when the package function ``helper`` is the code lesson ``path`` writes, else why.
+def differs_from_taught(helper, path: Path, name: str | None = None) -> str | None:
+    """None when the package's ``helper`` (or the class ``name`` defined inside it) is the code
+    lesson ``path`` writes, every time the lesson writes it; else where they differ.
 
-    Compared by AST, ignoring comments and docstrings, and ignoring the helper's leading
-    argument checks: ``import`` statements, ``validate.*(...)`` and ``_check*(...)`` calls and
-    ``if ...: raise`` blocks before its first other statement.
+    Compared by syntax tree, leaving out what only the package needs: docstrings, imports
+    (``v1 = tf.compat.v1`` too: the package imports TensorFlow inside its functions),
+    argument checks (``validate.*(...)`` and ``_check*(...)`` calls) and the ``if ...: raise``
+    blocks that open the helper's body.
     """
     import ast
     import inspect
     import textwrap
 
-    ours = ast.parse(textwrap.dedent(inspect.getsource(helper))).body[0]
-    taught = taught_function(path, helper.__name__)
-    body = _without_docstring(ours.body)
-    while body and _is_argument_check(body[0]):
-        body = body[1:]
-    if ast.dump(ours.args) != ast.dump(taught.args):
-        return f"the arguments differ: {ast.unparse(ours.args)} vs {ast.unparse(taught.args)}"
-    a = [ast.dump(n) for n in body]
-    b = [ast.dump(n) for n in _without_docstring(taught.body)]
-    if a != b:
+    name = name or helper.__name__
+    tree = ast.parse(textwrap.dedent(inspect.getsource(helper)))
+    ours = next(
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef | ast.ClassDef) and n.name == name
+    )
+    while ours.body and isinstance(ours.body[0], ast.If | ast.Expr | ast.Import | ast.ImportFrom):
+        if not (_package_only(ours.body[0]) or _raises(ours.body[0])):
+            break
+        ours.body = ours.body[1:]
+    a = _taught_statements(ours)
+    for taught in taught_definitions(path, name):
+        b = _taught_statements(taught)
+        if a == b:
+            continue
         at = next(
             (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
         )
         return (
-            f"{helper.__module__}.{helper.__name__} and {path.name} differ at statement {at}: "
-            f"{ast.unparse(body[at]) if at < len(body) else '(end)'!r} vs "
-            f"{ast.unparse(_without_docstring(taught.body)[at]) if at < len(b) else '(end)'!r}"
+            f"{helper.__module__}.{name} and {path.name} (line {taught.lineno} of its cell) differ "
+            f"at statement {at}: {a[at] if at < len(a) else '(end)'!r} vs "
+            f"{b[at] if at < len(b) else '(end)'!r}"
         )
     return None
 
 
-def _without_docstring(body):
+def _taught_statements(node) -> list[str]:
+    """The definition's signature and statements, as text, without type hints and without the
+    package-only statements."""
+    import ast
+    import copy
+
+    def strip(n):
+        for field in ("body", "orelse", "finalbody"):
+            if isinstance(getattr(n, field, None), list):
+                setattr(n, field, [strip(s) for s in getattr(n, field) if not _package_only(s)])
+        return n
+
+    node = strip(copy.deepcopy(node))
+    for n in ast.walk(node):  # type hints are the package's, not the lesson's
+        if isinstance(n, ast.arg):
+            n.annotation = None
+        elif isinstance(n, ast.FunctionDef):
+            n.returns = None
+    head = ast.unparse(node.args) if isinstance(node, ast.FunctionDef) else ""
+    return [f"({head})"] + [ast.unparse(s) for s in node.body]
+
+
+def _package_only(stmt) -> bool:
     import ast
 
-    first = body[0] if body else None
-    docstring = isinstance(first, ast.Expr) and isinstance(
-        getattr(first, "value", None), ast.Constant
-    )
-    return body[1:] if docstring and isinstance(first.value.value, str) else body
-
-
-def _is_argument_check(node) -> bool:
-    import ast
-
-    if isinstance(node, ast.Import | ast.ImportFrom):
+    if isinstance(stmt, ast.Import | ast.ImportFrom):
         return True
-    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-        func = node.value.func
-        if isinstance(func, ast.Name):
-            return func.id.startswith("_check")
-        return isinstance(func, ast.Attribute) and getattr(func.value, "id", "") == "validate"
-    return isinstance(node, ast.If) and all(isinstance(n, ast.Raise) for n in node.body)
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+        return True  # a docstring
+    if isinstance(stmt, ast.Assign) and ast.unparse(stmt.value) == "tf.compat.v1":
+        return True  # `v1 = tf.compat.v1`: a module-level alias in a lesson's program
+    if isinstance(stmt, ast.Expr | ast.Assign) and isinstance(stmt.value, ast.Call):
+        return ast.unparse(stmt.value.func).startswith(("validate.", "_check"))
+    return False
+
+
+def _raises(stmt) -> bool:
+    import ast
+
+    return isinstance(stmt, ast.If) and all(isinstance(n, ast.Raise) for n in stmt.body)
 
 
 if __name__ == "__main__":

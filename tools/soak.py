@@ -1,15 +1,13 @@
 """The soak lane (`make soak`): Run All of every lesson, solution and unfilled exercise,
 N times, two notebooks at a time, and a pass-rate table of the runs.
 
-Each run is one notebook executed by the course runner (`python -m tflearn_helpers course`,
+Each run is one notebook executed by the course runner (`python tools/course.py`,
 plain nbclient: the first cell that raises stops it) in a process of its own: the runner's
 leftover check counts what its own process started, so two runners side by side never take
 each other's workers for leftovers. The queue goes round the notebooks once per repetition, so
 the two runs that share the machine are different notebooks, and each pair differs from one
 repetition to the next. After every run the table is rewritten to build/soak/ (soak.md,
 soak.csv, soak.json with every run); an interrupted soak keeps the table of the runs it did.
-Figures the notebooks `record` go to build/soak/results.json, shared by the soak's runs and
-by no one else on the machine.
 
     .venv/bin/python tools/soak.py --runs 5            # what `make soak` runs (SOAK_RUNS=5)
     .venv/bin/python tools/soak.py --runs 1 --only 06  # one notebook's three versions, once
@@ -36,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("notebooks", "solutions", "exercises")
 HEADERS = ("notebook", "runs", "passed", "failed", "median s", "max s", "over budget", "failures")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours of an IPython traceback
-TAG_ENV = "TFLEARN_LEFTOVERS_TAG"  # tflearn_helpers.tooling.leftovers: each runner sets its own
+TAG_ENV = "TFLEARN_LEFTOVERS_TAG"  # tools/leftovers.py: each runner sets its own
 
 
 def notebooks(only: str = "", root: Path = ROOT) -> list[str]:
@@ -60,10 +58,17 @@ def run_one(notebook: str, run: int, out: Path, python: str, timeout: float) -> 
     """Run All of one notebook in its own course runner; its result as a dict."""
     folder, name = notebook.split("/")
     where = out / "runs" / f"{Path(name).stem}-{folder}-{run}"
-    cmd = [python, "-m", "tflearn_helpers", "course", "--scale", "smoke", "--folders", folder]
+    cmd = [
+        python,
+        str(Path(__file__).with_name("course.py")),
+        "--scale",
+        "smoke",
+        "--folders",
+        folder,
+    ]
     cmd += ["--only", name, "--out", str(where), "--cell-timeout", str(timeout)]
     env = {k: v for k, v in os.environ.items() if k != TAG_ENV}
-    env.update(TFLEARN_SCALE="smoke", TFLEARN_RESULTS=str(out / "results.json"))
+    env.update(TFLEARN_SCALE="smoke")
     where.mkdir(parents=True, exist_ok=True)
     started, wall = time.strftime("%H:%M:%S"), time.monotonic()
     with open(where / "runner.log", "w") as log:

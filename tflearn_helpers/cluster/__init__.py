@@ -1,21 +1,22 @@
 """Clusters on localhost and beyond: TF_CONFIG, local task processes, Kubernetes manifests.
 
 ``from tflearn_helpers import cluster`` gives the local-cluster names directly
-(``cluster.LocalCluster``, ``cluster.local_cluster_spec``); the other modules are
+(``cluster.LocalCluster``, ``cluster.local_cluster_spec``, ``cluster.start_process``: one
+program, stopped at kernel exit); the other modules are
 ``cluster.tf_config``, ``cluster.processes``, ``cluster.events``, ``cluster.network`` (a
-shaped link, lesson 07) and ``cluster.kubernetes``.
+shaped link, lesson 07), ``cluster.kubernetes`` and ``cluster.tfjob`` (the legacy TFJob).
 """
 
-from . import events, kubernetes, network, processes, tf_config
+from . import events, kubernetes, network, processes, tf_config, tfjob
 from .local import (
     SECURITY_NOTE,
     LocalCluster,
     in_process_servers,
     local_cluster_spec,
-    pick_ports,
     port_is_listening,
     start_server,
 )
+from .processes import start as start_process  # lessons start one program with this name
 
 __all__ = [
     "SECURITY_NOTE",
@@ -25,9 +26,10 @@ __all__ = [
     "kubernetes",
     "local_cluster_spec",
     "network",
-    "pick_ports",
     "port_is_listening",
     "processes",
+    "start_process",
     "start_server",
     "tf_config",
+    "tfjob",
 ]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 
 from . import processes
 
-__all__ = ["TAG", "emit", "line", "parse", "result", "wait_for"]
+__all__ = ["emit", "line", "parse", "result", "wait_for"]
 
 TAG = "TFLEARN_EVENT"
 

@@ -12,117 +12,24 @@ From the same worker list LocalCluster runs on localhost:
   MultiWorkerMirroredStrategy group needs (all restart from the checkpoint together).
 - ``trainjob``: Kubeflow Trainer v2 (``TrainJob`` on a plain ``TrainingRuntime``). Trainer v2
   has no built-in TensorFlow support (kubeflow/trainer#2699), so TF_CONFIG is set the same way.
-- ``tfjob``: the Kubeflow Training Operator v1 ``TFJob`` (legacy), whose operator writes
-  TF_CONFIG itself.
+- the Kubeflow Training Operator v1 ``TFJob`` (legacy), whose operator writes TF_CONFIG
+  itself: :mod:`.tfjob`.
 
-``pod_tf_config`` computes the TF_CONFIG a pod with a given index would see, for tests.
+``manifests`` returns all four for one job, keyed by form.
 """
 
 from __future__ import annotations
 
 import json
-import re
 
 from .. import validate
+from .tfjob import tfjob
 
-__all__ = [
-    "API_VERSION",
-    "KIND",
-    "indexed_job",
-    "jobset",
-    "pod_tf_config",
-    "tf_config_env",
-    "tfjob",
-    "trainjob",
-    "worker_addresses",
-]
+__all__ = ["indexed_job", "jobset", "manifests", "trainjob"]
 
-API_VERSION = "kubeflow.org/v1"
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
-LEGACY_NOTE = "legacy: Kubeflow Training Operator v1; see Kubeflow Trainer v2 (TrainJob)"
-KIND = "TFJob"
-CONTAINER_NAME = "tensorflow"  # the operator finds the TensorFlow container by this name
-REPLICA_TYPES = {"chief": "Chief", "worker": "Worker", "ps": "PS", "evaluator": "Evaluator"}
-RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-
-
-def _check_tfjob(name, cluster, image, command, gpus_per_worker, restart_policy, annotations):
-    """Raise for the first argument of :func:`tfjob` that cannot make a valid TFJob."""
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"name must be a DNS label (a-z, 0-9, '-', <= 63 chars), got {name!r}")
-    if not isinstance(cluster, dict) or not cluster:
-        raise ValueError("cluster must be a non-empty dict of job -> list of addresses")
-    if annotations is not None and not isinstance(annotations, dict):
-        raise TypeError(f"pod_annotations must be a dict of strings, got {annotations!r}")
-    for job, tasks in cluster.items():
-        if job not in REPLICA_TYPES:
-            raise ValueError(f"unknown job {job!r}: jobs are {', '.join(REPLICA_TYPES)}")
-        if not isinstance(tasks, list) or not tasks:
-            raise ValueError(f"cluster[{job!r}] must be a non-empty list")
-    _check_image_command(image, command)
-    validate.whole_number("gpus_per_worker", gpus_per_worker, minimum=0)
-    if restart_policy not in RESTART_POLICIES:
-        raise ValueError(
-            f"restart_policy must be one of {RESTART_POLICIES}, got {restart_policy!r}"
-        )
-
-
-def tfjob(
-    name: str,
-    cluster: dict[str, list[str]],
-    image: str,
-    command: list[str],
-    *,
-    namespace: str = "default",
-    gpus_per_worker: int = 0,
-    cpu: str = "2",
-    memory: str = "4Gi",
-    restart_policy: str = "OnFailure",
-    shared_volume_claim: str | None = None,
-    shared_mount: str = "/shared",
-    env: dict[str, str] | None = None,
-    pod_annotations: dict[str, str] | None = None,
-) -> dict:
-    """A TFJob with one replica spec per job of ``cluster`` (its addresses are ignored:
-    only how many tasks each job has carries over to Kubernetes).
-
-    gpus_per_worker: ``nvidia.com/gpu`` limit of every chief and worker pod.
-    shared_volume_claim: a PersistentVolumeClaim mounted at ``shared_mount`` in every pod,
-    for checkpoints and BackupAndRestore backups that every worker must read back.
-    pod_annotations: e.g. {"sidecar.istio.io/inject": "false"}, which Kubeflow's TFJob guide
-    asks for in namespaces with Istio sidecar injection.
-    """
-    _check_tfjob(name, cluster, image, command, gpus_per_worker, restart_policy, pod_annotations)
-    specs = {
-        REPLICA_TYPES[job]: _replica_spec(
-            len(tasks),
-            image,
-            command,
-            job,
-            gpus_per_worker,
-            cpu,
-            memory,
-            restart_policy,
-            shared_volume_claim,
-            shared_mount,
-            env or {},
-            pod_annotations or {},
-        )
-        for job, tasks in cluster.items()
-    }
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "annotations": {"tflearn/status": LEGACY_NOTE},
-        },
-        "spec": {"tfReplicaSpecs": specs},
-    }
 
 
 def indexed_job(
@@ -232,7 +139,7 @@ def trainjob(
     group as in :func:`jobset`; pod i is ``<trainjob>-node-0-<i>.<trainjob>`` (JobSet names)."""
     addresses = worker_addresses(name, workers, port, host_format="{name}-node-0-{i}.{name}")
     container = _container("node", image, command, gpus_per_worker, env, addresses)
-    runtime_spec = _training_runtime(_check_name(runtime), namespace, workers, image)
+    runtime_spec = _training_runtime(validate.dns_label(runtime), namespace, workers, image)
     train = {
         "apiVersion": TRAINER_API,
         "kind": "TrainJob",
@@ -286,7 +193,7 @@ def _training_runtime(runtime: str, namespace: str, workers: int, image: str) ->
 
 
 def _container(name, image, command, gpus, env, addresses) -> dict:
-    _check_image_command(image, command)
+    validate.container_command(image, command)
     validate.whole_number("gpus_per_worker", gpus, minimum=0)
     extra = [{"name": k, "value": str(v)} for k, v in sorted((env or {}).items())]
     limits = {"nvidia.com/gpu": gpus} if gpus else {"cpu": "2", "memory": "4Gi"}
@@ -299,28 +206,15 @@ def _container(name, image, command, gpus, env, addresses) -> dict:
     }
 
 
-def _check_image_command(image, command) -> None:
-    if not isinstance(image, str) or not image.strip():
-        raise ValueError("image must be a container image name, e.g. 'registry/tflearn:1.0'")
-    if not isinstance(command, list) or not command or not all(isinstance(c, str) for c in command):
-        raise ValueError(f"command must be a non-empty list of strings, got {command!r}")
-
-
 def _mount(pod, container, claim, mount) -> None:
     if claim:
         container["volumeMounts"] = [{"name": "shared", "mountPath": mount}]
         pod["volumes"] = [{"name": "shared", "persistentVolumeClaim": {"claimName": claim}}]
 
 
-def _check_name(name: str) -> str:
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"name must be a DNS label (a-z, 0-9, '-', <= 63 chars), got {name!r}")
-    return name
-
-
 def worker_addresses(name: str, workers: int, port: int = 2222, host_format: str = "") -> list:
     """Stable DNS names of an Indexed Job's pods behind a headless Service of the same name."""
-    _check_name(name)
+    validate.dns_label(name)
     validate.whole_number("workers", workers, minimum=1)
     if not 0 < int(port) < 65536:
         raise ValueError(f"port must be 1..65535, got {port!r}")
@@ -344,40 +238,26 @@ def tf_config_env(addresses: list[str]) -> list[dict]:
     ]
 
 
-def pod_tf_config(env: list[dict], index: int) -> dict:
-    """The TF_CONFIG a pod with completion index ``index`` would see (validated)."""
-    from . import tf_config
-
-    values = {"TASK_INDEX": str(index)}
-    for item in env:
-        if "value" in item:
-            values[item["name"]] = re.sub(
-                r"\$\((\w+)\)", lambda m: values.get(m[1], m[0]), item["value"]
-            )
-    if "TF_CONFIG" not in values:
-        raise ValueError("this container env sets no TF_CONFIG")
-    return tf_config.validate(values["TF_CONFIG"])
-
-
-def _replica_spec(
-    replicas, image, command, job, gpus, cpu, memory, restart_policy, claim, mount, env, annotations
-) -> dict:
-    limits = {"cpu": cpu, "memory": memory}
-    if gpus and job in ("chief", "worker"):
-        limits["nvidia.com/gpu"] = gpus
-    container = {
-        "name": CONTAINER_NAME,
-        "image": image,
-        "command": list(command),
-        "resources": {"limits": limits},
+def manifests(
+    name: str,
+    workers: int,
+    image: str,
+    command: list[str],
+    *,
+    gpus_per_worker: int = 0,
+    shared_volume_claim: str | None = None,
+) -> dict[str, list[dict]]:
+    """The same job of ``workers`` workers in each form, as lists of manifests: "indexed_job"
+    ([Service, Job]), "jobset" ([JobSet]), "trainjob" ([TrainingRuntime, TrainJob]) and
+    "tfjob" ([TFJob], legacy; Istio sidecar injection off: a sidecar left running keeps a
+    finished pod from completing)."""
+    common = {"gpus_per_worker": gpus_per_worker}
+    shared = {**common, "shared_volume_claim": shared_volume_claim}
+    no_sidecar = {"sidecar.istio.io/inject": "false"}
+    addresses = {"worker": worker_addresses(name, workers)}
+    return {
+        "indexed_job": indexed_job(name, workers, image, command, **shared),
+        "jobset": [jobset(name, workers, image, command, **shared)],
+        "trainjob": trainjob(name, workers, image, command, **common),
+        "tfjob": [tfjob(name, addresses, image, command, **shared, pod_annotations=no_sidecar)],
     }
-    if env:
-        container["env"] = [{"name": k, "value": str(v)} for k, v in sorted(env.items())]
-    pod = {"containers": [container]}
-    if claim:
-        container["volumeMounts"] = [{"name": "shared", "mountPath": mount}]
-        pod["volumes"] = [{"name": "shared", "persistentVolumeClaim": {"claimName": claim}}]
-    template = {"spec": pod}
-    if annotations:
-        template["metadata"] = {"annotations": {k: str(v) for k, v in annotations.items()}}
-    return {"replicas": replicas, "restartPolicy": restart_policy, "template": template}

@@ -24,11 +24,9 @@ from .. import validate
 from . import processes, tf_config
 
 __all__ = [
-    "SECURITY_NOTE",
     "LocalCluster",
     "in_process_servers",
     "local_cluster_spec",
-    "pick_ports",
     "port_is_listening",
     "start_server",
 ]
@@ -41,7 +39,7 @@ SECURITY_NOTE = (
 _warned = False
 
 
-def pick_ports(n: int) -> list[int]:
+def _pick_ports(n: int) -> list[int]:
     """``n`` distinct free TCP ports on this machine."""
     ports: set[int] = set()
     while len(ports) < n:
@@ -58,7 +56,7 @@ def local_cluster_spec(
         validate.whole_number(f"{job} count", n, minimum=0)
     if workers < 1 and not chief:
         raise ValueError("a cluster needs at least one worker or a chief")
-    ports = iter(pick_ports(sum(counts.values())))
+    ports = iter(_pick_ports(sum(counts.values())))
     return {job: [f"localhost:{next(ports)}" for _ in range(n)] for job, n in counts.items() if n}
 
 
@@ -167,6 +165,11 @@ class LocalCluster:
             f"tasks {[f'{j}:{i}' for j, i in chosen]} to listen on {addresses}",
             depends_on=[self.procs[task] for task in chosen],
         )
+
+    def wait_until(self, condition, timeout: float, what: str):
+        """``processes.wait_until(condition, ...)`` that also stops, with the log, as soon as
+        any task of this cluster has exited."""
+        return processes.wait_until(condition, timeout, what, depends_on=self.procs.values())
 
     # -- observing and failing ------------------------------------------------
     def log_path(self, job: str, index: int) -> Path:

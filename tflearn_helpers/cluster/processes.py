@@ -94,6 +94,10 @@ class Child:
         text = "\n".join(self.output().rstrip().splitlines()[-lines:])
         return f"--- {self.name} ({state}), last lines of {self.log_path} ---\n{text}"
 
+    def wait_until(self, condition, timeout: float, what: str):
+        """:func:`wait_until` ``condition`` that stops, with its log, if this process exits."""
+        return wait_until(condition, timeout, what, depends_on=[self])
+
     def send(self, sig: int) -> None:
         """Send ``sig`` to its whole process group (nothing if it is gone)."""
         try:

@@ -12,7 +12,7 @@ import re
 
 from ..validate import is_whole_number
 
-__all__ = ["JOBS", "TFConfigError", "build", "validate"]
+__all__ = ["TFConfigError", "build", "validate"]
 
 JOBS = ("chief", "worker", "ps", "evaluator")
 _ADDRESS = re.compile(r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")

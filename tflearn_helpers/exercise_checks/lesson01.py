@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import random
 import tempfile
-import textwrap
 from pathlib import Path
 
-from ..checks import exercise
+from ..checks import exercise, learner_source
 from ..cluster import tf_config
 
-__all__ = [
-    "evaluator_tf_config",
-    "ps_of_logits_kernel",
-    "staleness_function",
-    "sync_worker",
-    "worker_graph_placement",
-]
+__all__ = []
 
 
 @exercise("01.4")
@@ -241,11 +233,8 @@ def _judge_sync(outcome: dict, steps: int, timeout: float):
 def sync_worker(build_sync_worker, steps: int = 30, timeout: float = 60.0):
     """build_sync_worker(cluster, task, workers, x, y) -> (loss, train_op, hooks), run by
     two worker processes and one ps on this machine."""
-    if not callable(build_sync_worker):
-        return "pass your function build_sync_worker itself, not its result"
-    try:
-        source = textwrap.dedent(inspect.getsource(build_sync_worker))
-    except (OSError, TypeError):
-        return "define your function with `def` in a notebook cell, so its code can be read"
+    source, hint = learner_source(build_sync_worker, "build_sync_worker")
+    if hint:
+        return hint
     outcome = _run_sync_cluster(source, build_sync_worker.__name__, steps, timeout)
     return _judge_sync(outcome, steps, timeout)

@@ -12,14 +12,7 @@ from .. import datasets, mirrored
 from ..checks import exercise
 from ..measure import ring_allreduce_bytes
 
-__all__ = [
-    "distributed_dataset",
-    "mirrored_strategy",
-    "ring_megabytes",
-    "train_step",
-    "trained_with_custom_loop",
-    "trained_with_fit",
-]
+__all__ = ["mirrored_strategy", "train_step"]
 
 
 def _strategy_problem(strategy):

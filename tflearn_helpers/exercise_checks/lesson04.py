@@ -1,4 +1,5 @@
-"""Checks for exercises 04 (ResNet-50 data-parallel: input pipeline, checkpoints, BatchNorm)."""
+"""Checks for exercises 04 (ResNet-50 data-parallel: input pipeline, checkpoints, BatchNorm,
+gradient accumulation)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from ..checks import exercise
 from ..datasets import generated_images
 from ..input_pipeline import write_shards
 
-__all__ = ["file_sharded_pipeline", "resume_from_checkpoint", "synchronized_normalization"]
+__all__ = []
 
 
 @exercise("04.1")
@@ -129,3 +130,98 @@ def _train_step(model, optimizer, seed: int) -> None:
         loss = tf.reduce_mean(model(x) ** 2)
     grads = tape.gradient(loss, model.trainable_variables)
     optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+
+
+@exercise("04.4")
+def accumulated_update(fn, strategy):
+    """accumulated_step(strategy, model, optimizer, micro_batches) -> None: one update that
+    averages the gradients of K distributed micro-batches, as one large batch would give."""
+    import tensorflow as tf
+
+    if not callable(fn):
+        return "pass the function itself, not its result"
+    if not isinstance(strategy, tf.distribute.Strategy) or strategy.num_replicas_in_sync < 2:
+        return "pass a MirroredStrategy with at least two replicas as the second argument"
+    return _check_accumulation(fn, strategy)
+
+
+_K, _MICRO = 4, 8  # micro-batches and the global examples in each
+
+
+def _check_accumulation(fn, strategy):
+    import keras
+    import tensorflow as tf
+
+    n = strategy.num_replicas_in_sync
+    x = tf.random.stateless_normal((_K * _MICRO, 6), seed=(4, 4))
+    y = tf.random.stateless_uniform((_K * _MICRO,), (4, 5), maxval=3, dtype=tf.int32)
+    model, replicas_seen = _watched_model(keras, tf, strategy)
+    start = [w.copy() for w in model.get_weights()]
+    with strategy.scope():
+        optimizer = keras.optimizers.SGD(0.5)
+        optimizer.build(model.trainable_variables)
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(_MICRO)
+    micro_batches = list(strategy.experimental_distribute_dataset(data))
+    replicas_seen.clear()
+    fn(strategy, model, optimizer, micro_batches)
+    applied = int(optimizer.iterations.numpy())
+    if applied == 0:
+        return "the weights were never updated: apply the accumulated gradients once at the end"
+    if applied > 1:
+        return (
+            f"the optimizer took {applied} steps for {_K} micro-batches: add the gradients up "
+            "and apply them once"
+        )
+    if set(replicas_seen) != set(range(n)):
+        return "the micro-batches were not computed on every replica: use strategy.run"
+    got = _update(start, model.get_weights())
+    want = _update(start, _one_device_step(keras, tf, model, start, x, y))
+    size = np.linalg.norm(want)
+    if np.linalg.norm(got - want) <= 1e-4 * size:
+        return None
+    for factor, hint in (
+        (_K, "one update, but too large by the number of micro-batches: average, do not sum"),
+        (n, "too large by the number of replicas: divide each loss by the global micro-batch"),
+        (_K * n, "too large: average over the micro-batches and over the global micro-batch"),
+        (1 / _K, "too small by the number of micro-batches: each micro-batch counts once"),
+    ):
+        if np.linalg.norm(got - factor * want) <= 1e-3 * factor * size:
+            return hint
+    return "one update, but not the large batch's: the mean loss of each micro-batch, averaged"
+
+
+def _watched_model(keras, tf, strategy):
+    """A small classifier under ``strategy`` that records which replica ran its forward pass."""
+    seen = []
+
+    class Watch(keras.layers.Layer):
+        def call(self, inputs):
+            context = tf.distribute.get_replica_context()
+            if context is not None and tf.distribute.has_strategy():
+                seen.append(tf.get_static_value(context.replica_id_in_sync_group))
+            return inputs
+
+    keras.utils.set_random_seed(4)
+    with strategy.scope():
+        model = keras.Sequential(
+            [keras.Input((6,)), Watch(), keras.layers.Dense(8, "tanh"), keras.layers.Dense(3)]
+        )
+    return model, seen
+
+
+def _one_device_step(keras, tf, model, start, x, y):
+    """The weights after one SGD step on the whole batch, on one device, from ``start``."""
+    twin = keras.models.clone_model(model)
+    twin.set_weights(start)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, twin(x, training=True))
+    grads = tape.gradient(loss, twin.trainable_variables)
+    keras.optimizers.SGD(0.5).apply_gradients(zip(grads, twin.trainable_variables, strict=True))
+    return twin.get_weights()
+
+
+def _update(before, after) -> np.ndarray:
+    return np.concatenate(
+        [(np.asarray(b) - np.asarray(a)).ravel() for a, b in zip(before, after, strict=True)]
+    )

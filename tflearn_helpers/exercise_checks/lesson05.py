@@ -16,14 +16,7 @@ from ..checks import exercise
 from ..measure import pipeline_bubble
 from ..placement import compute_op_counts, op_devices, parameters_per_device
 
-__all__ = [
-    "BALANCE_TOLERANCE",
-    "KEYS",
-    "RESNET101_BLOCKS",
-    "gpipe_schedule",
-    "micro_batches_for_bubble",
-    "resnet101_split",
-]
+__all__ = []
 
 #: ResNet-101 has 3 + 4 + 23 + 3 residual blocks.
 RESNET101_BLOCKS = 33

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 from ..checks import exercise
 
-__all__ = [
-    "NAMES",
-    "TOLERANCE",
-    "same_as_one_device",
-    "strategies_built",
-    "strategies_trained",
-    "two_workers_trained_as_one_job",
-]
+__all__ = ["NAMES", "TOLERANCE", "same_as_one_device"]
 
 NAMES = ("OneDevice", "Mirrored", "CentralStorage", "MultiWorkerMirrored")
 TOLERANCE = 1e-5
@@ -135,10 +130,120 @@ def two_workers_trained_as_one_job(outcomes, out_dir, learner_tf_config):
         return "the two workers' losses differ: they did not train as one synchronous job"
     try:
         gap = mirrored.max_abs_difference(
-            *(multi_worker.weights(f"{out_dir}/weights-custom-worker-{i}.npz") for i in (0, 1))
+            *(
+                multi_worker.worker_weights(f"{out_dir}/weights-custom-worker-{i}.npz")
+                for i in (0, 1)
+            )
         )
     except (OSError, ValueError) as err:
         return f"could not compare the two workers' final weights: {err}"
     if gap != 0.0:
         return f"the workers' final weights differ by up to {gap:.2e}: they should be identical"
+    return None
+
+
+@exercise("06.5")
+def resumes_after_a_kill(functions, killed, resumed, save_every):
+    """functions: the learner's (make_manager, restore_latest); killed / resumed: [(exit code,
+    output)] of both workers in the run killed after a step and in the restarted run."""
+    make_manager, restore_latest = functions
+    problem = _manager_problem(make_manager) or _restore_problem(restore_latest)
+    if problem:
+        return problem
+    for name, outcomes, killed_run in (("killed", killed, True), ("restarted", resumed, False)):
+        if not isinstance(outcomes, list | tuple) or len(outcomes) != 2:
+            return f"the {name} run should give (exit code, output) for each of the two workers"
+        for index, (got, output) in enumerate(outcomes):
+            # killed: exit 3, or an error if its partner died during the last collective
+            if (got == 0) if killed_run else (got != 0):
+                last = (output or "").strip().splitlines()[-1:] or ["(no output)"]
+                return (
+                    f"in the {name} run worker {index} ended with exit code {got}: {last[0][:200]}"
+                )
+    return _runs_problem(
+        [_steps(o) for _, o in killed], [_steps(o) for _, o in resumed], save_every
+    )
+
+
+def _manager_problem(make_manager):
+    import tempfile
+
+    import tensorflow as tf
+
+    directory = tempfile.mkdtemp(prefix="tflearn-ex065-")
+    checkpoint = tf.train.Checkpoint(v=tf.Variable(1.0))
+    folders = {}
+    for task in (("worker", 0), ("worker", 1), ("worker", 2)):
+        manager = make_manager(checkpoint, directory, *task)
+        if not isinstance(manager, tf.train.CheckpointManager):
+            return "make_manager should return a tf.train.CheckpointManager"
+        folders[task] = os.path.normpath(manager.directory)
+    if folders[("worker", 0)] != os.path.normpath(directory):
+        return (
+            "in a cluster without a chief, worker 0 is the chief: its checkpoints are the real ones"
+        )
+    others = [folders[("worker", 1)], folders[("worker", 2)]]
+    if os.path.normpath(directory) in others or others[0] == others[1]:
+        return (
+            "two workers would write the same files at once: give every other worker its own folder"
+        )
+    return None
+
+
+def _restore_problem(restore_latest):
+    import tempfile
+
+    import tensorflow as tf
+
+    value = tf.Variable(0.0)
+    checkpoint = tf.train.Checkpoint(v=value)
+    try:
+        restore_latest(checkpoint, tempfile.mkdtemp(prefix="tflearn-ex065-empty-"))
+    except Exception as err:  # noqa: BLE001 - any failure on a fresh start is the learner's
+        said = f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:160]}"
+        return f"on a fresh start there is no checkpoint yet, and restore_latest raised {said}"
+    directory = tempfile.mkdtemp(prefix="tflearn-ex065-")
+    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=3)
+    for saved in (3.0, 6.0):
+        value.assign(saved)
+        manager.save()
+    value.assign(-1.0)
+    restore_latest(checkpoint, directory)
+    if float(value) == -1.0:
+        return "restore_latest restored nothing from the chief's folder"
+    if float(value) != 6.0:
+        return "restore_latest restored an older checkpoint: a restart resumes from the newest"
+    return None
+
+
+def _steps(output: str) -> dict:
+    """One worker's events: the step it resumed from, and each step's loss."""
+    from ..cluster import events
+
+    found = {"resumed": None, "loss": {}}
+    for event in events.parse(output or ""):
+        if event.get("kind") == "resumed":
+            found["resumed"] = event["step"]
+        elif event.get("kind") == "step":
+            found["loss"][event["step"]] = event["loss"]
+    return found
+
+
+def _runs_problem(killed, resumed, save_every):
+    if not all(w["loss"] for w in killed + resumed):
+        return "a worker reported no training steps: read its output above"
+    crashed_at = max(max(w["loss"]) for w in killed)
+    saved = crashed_at // save_every * save_every  # the newest checkpoint before the kill
+    starts = {w["resumed"] for w in resumed}
+    if starts == {0}:
+        return "the restarted workers began again at step 0: they restored no checkpoint"
+    if starts != {saved}:
+        return f"the restarted workers resumed at step(s) {sorted(starts)}, not at the newest save"
+    again = saved + 1
+    first = next((w["loss"][again] for w in killed if again in w["loss"]), None)
+    second = resumed[0]["loss"].get(again)
+    if first is None or second is None or abs(first - second) > 1e-6 * max(1.0, abs(first)):
+        return f"step {again} after the restart did not repeat the killed run's step {again}"
+    if any(w["loss"] != resumed[0]["loss"] for w in resumed):
+        return "the restarted workers' losses differ: they did not resume as one job"
     return None

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..checks import exercise
 
-__all__ = ["tensor_parallel_mlp", "zero1"]
+__all__ = ["zero1"]
 
 
 def _local(strategy, variable):

@@ -18,7 +18,7 @@ from . import scale as scale_mod
 from . import startup_noise
 from .devices import DEFAULT_GPU_MEMORY_MB, DevicePlan, apply_plan, plan_devices
 
-__all__ = ["LEGACY_KERAS_ENV", "ONEDNN_ENV", "CourseEnv", "course_onednn_default", "setup_course"]
+__all__ = ["setup_course"]
 
 ONEDNN_ENV = "TF_ENABLE_ONEDNN_OPTS"
 LEGACY_KERAS_ENV = "TF_USE_LEGACY_KERAS"
@@ -85,7 +85,6 @@ def setup_course(
     legacy_keras: bool = False,
     onednn: bool | None = None,
     gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB,
-    log_placement: bool = False,
     intra_op_threads: int | None = None,
     verbose: bool = True,
 ) -> CourseEnv:
@@ -95,7 +94,6 @@ def setup_course(
     scale: "smoke", "cpu" or "gpu" (default: ``$TFLEARN_SCALE``, else by hardware).
     legacy_keras: use tf_keras (Keras 2) for the strategies Keras 3 dropped.
     onednn: force oneDNN CPU kernels on or off (default: the course setting, see lesson 00).
-    log_placement: log every op's device (honoured only before the runtime initialises).
     intra_op_threads: threads one op may use (default: all cores); 1 lets ops on two
         simulated CPU devices run side by side instead of each taking every core.
     """
@@ -104,8 +102,6 @@ def setup_course(
         import tensorflow as tf
 
         gpus = tf.config.list_physical_devices("GPU")
-        if log_placement:
-            tf.debugging.set_log_device_placement(True)
         if (
             intra_op_threads
             and intra_op_threads != tf.config.threading.get_intra_op_parallelism_threads()
@@ -116,6 +112,13 @@ def setup_course(
         plan = plan_devices(devices, len(gpus))
         apply_plan(plan, gpu_memory_mb)
         names = [d.name for d in tf.config.list_logical_devices(plan.kind)]
+    import pandas as pd
+
+    from ..report import format_value
+
+    # the lessons' tables are DataFrames: figures to 4 significant digits, text uncut
+    pd.set_option("display.float_format", format_value)
+    pd.set_option("display.max_colwidth", None)
     env = CourseEnv(
         tf_version=tf.__version__,
         keras_version=_keras_version(legacy_keras),

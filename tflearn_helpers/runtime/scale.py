@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["ENV_VAR", "PROFILES", "current", "pick", "resolve", "set_current"]
+__all__ = ["current", "pick", "resolve", "set_current"]
 
 PROFILES = ("smoke", "cpu", "gpu")
 ENV_VAR = "TFLEARN_SCALE"

@@ -8,7 +8,7 @@ notebook each lands in the output of the setup cell. ``filtered()`` catches desc
 for the length of a block and writes back every line that is not such known noise, so
 real warnings and errors stay visible.
 
-The course runner (``make course``, tooling/course.py) goes further for the notebooks it
+The course runner (``make course``, tools/course.py) goes further for the notebooks it
 renders: ``hide_tf_log`` removes every line in TensorFlow's C++ log format (``TF_LOG_LINE``,
 e.g. ``E0000 00:00:1796130835.552419 12699 meta_optimizer.cc:967] tf_auto_shard failed``),
 which ipykernel copies from the kernel's descriptor 2 into a cell's output; the kernel's raw
@@ -23,7 +23,7 @@ import re
 import sys
 import tempfile
 
-__all__ = ["NOISE", "TF_LOG_LINE", "filtered", "hide_tf_log", "to_terminal"]
+__all__ = ["TF_LOG_LINE", "filtered", "hide_tf_log", "to_terminal"]
 
 NOISE = re.compile(
     "|".join(

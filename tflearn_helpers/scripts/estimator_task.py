@@ -22,19 +22,15 @@ if not hasattr(tf, "estimator"):
     sys.exit(f"TensorFlow {tf.__version__} has no tf.estimator (removed in 2.16): use TF 2.15.")
 
 __all__ = [
-    "CountStepsHook",
     "DeadlineHook",
     "PlacementHook",
-    "StartTogetherHook",
     "build_model",
-    "cluster_task",
     "input_fn",
     "main",
     "make_data",
     "make_estimator",
     "model_fn",
     "short_device",
-    "wait_for_chief",
     "wait_until",
 ]
 
@@ -230,6 +226,7 @@ def cluster_task(args) -> int:
     tf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
     result = {"kind": "result", "task": task, "steps": counter.steps, "tf": tf.__version__}
     result.update(final_global_step=counter.final_global_step, python=sys.executable)
+    result.update(tf_config=tf_config)  # what this task read: its role and the cluster
     print("TFLEARN_EVENT", json.dumps(result), flush=True)  # the line the notebook reads
     return 0
 

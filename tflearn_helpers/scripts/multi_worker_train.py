@@ -27,19 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = [
-    "FEATURES",
-    "Progress",
-    "build_model",
-    "main",
-    "make_dataset_fn",
-    "make_train_step",
-    "parse_args",
-    "run_custom",
-    "run_fit",
-    "save_weights",
-    "task_name",
-]
+__all__ = ["FEATURES", "build_model", "main", "make_train_step", "parse_args"]
 
 FEATURES = 16
 
@@ -185,6 +173,12 @@ def main(argv=None) -> int:
         import keras
     print(f"{me}: TensorFlow {tf.__version__}, Keras {keras.__version__}", flush=True)
     print(f"{me}: creating the strategy, waiting for every worker at its barrier", flush=True)
+    # A 60 s heartbeat timeout (TensorFlow's default is 10 s): see lesson 06's worker program.
+    from tensorflow.python.eager import context
+
+    context.context().configure_coordination_service(
+        "standalone", "/job:worker/replica:0/task:0", heartbeat_timeout_in_ms=60_000
+    )
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     print(f"{me}: all workers up, {strategy.num_replicas_in_sync} replicas in sync", flush=True)
     for loop in args.loops:

@@ -1,5 +1,8 @@
 """The course runner behind ``make course``: execute every notebook into build/.
 
+Repository tooling, not in the learner's wheel: ``python tools/course.py --help``. It needs
+the course package (any install of it, a wheel too) and nbclient/nbconvert.
+
 Each notebook runs in its own kernel (the one its metadata names; lab 01b's is
 ``tflearn-legacy``), is saved executed and rendered to HTML; build/index.html lists
 each notebook's status (with the failing cell), run time, headline figures and anything
@@ -16,28 +19,29 @@ index says how many were hidden.
 
 from __future__ import annotations
 
+import argparse
 import html
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from ..report import HEADLINES_ENV
-from ..runtime.startup_noise import hide_tf_log
-from . import leftovers
+import leftovers  # tools/leftovers.py, beside this file
 
-__all__ = ["FOLDERS", "course_root", "run_course", "run_notebook"]
+from tflearn_helpers.report import HEADLINES_ENV
+from tflearn_helpers.runtime.startup_noise import hide_tf_log
+
+__all__ = ["FOLDERS", "course_root", "main", "run_course"]
 
 FOLDERS = ("notebooks", "solutions", "exercises")
 
 
 def course_root() -> Path:
-    """The folder holding notebooks/: the repository, or (installed from a wheel, as on
-    Colab) the current directory."""
-    repo = Path(__file__).resolve().parents[2]  # tooling/ -> tflearn_helpers/ -> the repository
-    return repo if (repo / "notebooks").is_dir() else Path.cwd()
+    """The folder holding notebooks/: the repository this file is in."""
+    return Path(__file__).resolve().parents[1]  # tools/ -> the repository
 
 
 def run_course(
@@ -85,7 +89,7 @@ def run_course(
 def _time_table(results: list[dict]) -> str:
     import platform
 
-    from ..report import format_table
+    from tflearn_helpers.report import format_table
 
     stack = f"Python {platform.python_version()}, TensorFlow {_version('tensorflow')}"
     stack += f", Keras {_version('keras')}"
@@ -225,3 +229,34 @@ def _index_html(results: list[dict], scale: str | None) -> str:
         "<table><tr><th>notebook</th><th>status</th><th>time</th><th>headline figures</th>"
         "<th>left running</th></tr>" + "".join(rows) + "</table>"
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python tools/course.py", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--out", default="build", help="output folder (default: build)")
+    parser.add_argument("--scale", choices=("smoke", "cpu", "gpu"), help="scale profile")
+    parser.add_argument("--only", default="", help="run notebooks whose name contains this")
+    parser.add_argument(
+        "--folders",
+        default="notebooks",
+        help="comma-separated: notebooks, solutions, exercises (default: notebooks)",
+    )
+    parser.add_argument("--exclude", default="", help="comma-separated name parts to skip")
+    parser.add_argument("--root", help="folder holding notebooks/ (default: the repository)")
+    parser.add_argument("--cell-timeout", type=float, default=1800, help="seconds per cell")
+    args = parser.parse_args(argv)
+    return run_course(
+        args.out,
+        scale=args.scale,
+        only=args.only,
+        folders=tuple(f for f in args.folders.split(",") if f),
+        exclude=tuple(x for x in args.exclude.split(",") if x),
+        root=args.root,
+        cell_timeout=args.cell_timeout,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
