@@ -48,20 +48,26 @@ $(OLDEST)/.installed: requirements/oldest.txt
 	$(OLDEST)/bin/python -m pip install $(PIP_FLAGS) -r requirements/oldest.txt
 	@touch $@
 
+# Debian packages the tests need, as the files they install: a file that exists costs make
+# nothing, so the test jobs that name these files keep their order in make -j2 (a phony
+# prerequisite with a recipe runs again in every job, and make starts later jobs meanwhile).
+CHROMIUM_BINS := /usr/bin/chromium /usr/bin/chromedriver
+IPROUTE_BINS := $(or $(shell command -v ip),/usr/sbin/ip) $(or $(shell command -v tc),/usr/sbin/tc)
+
 # The real-browser test drives Debian's chromium through chromedriver.
-browser-deps:
-	@test -x /usr/bin/chromium -a -x /usr/bin/chromedriver || { \
-		echo "== installing chromium and chromium-driver (apt)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-			chromium chromium-driver >/dev/null; }
+browser-deps: $(CHROMIUM_BINS)
+$(CHROMIUM_BINS) &:
+	@echo "== installing chromium and chromium-driver (apt)"
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		chromium chromium-driver >/dev/null
 
 # Lesson 07 shapes a link with ip and tc (Debian's iproute2) inside a network namespace.
-# After browser-deps: two apt-get runs at once would fight over dpkg's lock.
-network-deps: browser-deps
-	@command -v ip >/dev/null && command -v tc >/dev/null || { \
-		echo "== installing iproute2 (apt)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-			iproute2 >/dev/null; }
+# After chromium: two apt-get runs at once would fight over dpkg's lock.
+network-deps: $(IPROUTE_BINS)
+$(IPROUTE_BINS) &: | $(CHROMIUM_BINS)
+	@echo "== installing iproute2 (apt)"
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		iproute2 >/dev/null
 
 # The environments install side by side (downloads and unpacking: they wait on the network
 # and the disk, not on each other). Then the six test jobs run two at a time, longest first
@@ -81,15 +87,15 @@ test:
 	@$(TIMED) "lint" sh -c '$(BIN)/ruff format --check . && $(BIN)/ruff check .'
 	@$(TIMED) "the test jobs, two at a time" $(MAKE) --no-print-directory -j2 -Oline $(TEST_JOBS)
 
-test-unit: env legacy-env network-deps
+test-unit: env legacy-env $(IPROUTE_BINS)
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: unit tests" $(BIN)/python -m pytest -q tests \
 		--ignore=tests/test_browser.py --durations=15 -p no:randomly
 
-test-browser: env legacy-env browser-deps
+test-browser: env legacy-env $(CHROMIUM_BINS)
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: Run All in JupyterLab (browser)" $(BIN)/python -m \
 		pytest -q tests/test_browser.py -p no:randomly
 
-test-nbval-lessons: env legacy-env network-deps
+test-nbval-lessons: env legacy-env $(IPROUTE_BINS)
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: nbval, lessons" $(BIN)/python -m pytest -q notebooks \
 		$(NBVAL)
 

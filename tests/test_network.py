@@ -6,6 +6,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import portpicker
 import psutil
 import pytest
 
@@ -84,6 +85,55 @@ def test_forced_fallback_is_the_plain_loopback(monkeypatch, capsys):
 def test_bad_rates_and_bursts_are_rejected(rate, burst, match):
     with network.Network(None) as net, pytest.raises(ValueError, match=match):
         net.set_rate(rate, burst=burst)
+
+
+_SERVE = r"""
+import socket, sys, threading, time
+server = socket.create_server(("127.0.0.1", int(sys.argv[1])))
+client = socket.create_connection(server.getsockname()); conn, _ = server.accept()
+block, size, got = b"x" * (1 << 16), int(sys.argv[2]), 0
+def send():  # from the server's port
+    conn.sendall(block * (size // len(block))); conn.close()
+start = time.perf_counter(); threading.Thread(target=send).start()
+while chunk := client.recv(1 << 20):
+    got += len(chunk)
+print(8 * got / (time.perf_counter() - start) / 1e6)
+"""
+
+
+@needs_namespaces
+def test_a_limited_sender_is_slow_and_the_rest_of_the_link_is_not():
+    port = portpicker.pick_unused_port()
+    with network.Network(None) as net:
+        net.limit_sender(port, 50)
+        limited = float(net.run([sys.executable, "-c", _SERVE, str(port), str(4 << 20)]))
+        other = net.measure(megabytes=8)  # a transfer from another port
+        rules = net.run(["tc", "filter", "show", "dev", "lo"])
+        with pytest.raises(RuntimeError, match="lift them first"):
+            net.set_rate(100)
+        net.limit_sender(port, None)
+        assert net.senders == {} and "htb" not in net.run(["tc", "qdisc", "show", "dev", "lo"])
+    assert 35 < limited < 60, limited
+    assert other > 5 * limited, (limited, other)
+    assert f"{port:04x}" in rules, rules  # u32 shows the matched port in hex
+
+
+@needs_namespaces
+def test_limit_sender_rejects_bad_input():
+    with network.Network(None) as net:
+        with pytest.raises(ValueError, match="port"):
+            net.limit_sender(70000, 10)
+        with pytest.raises(ValueError, match="rate_mbit"):
+            net.limit_sender(8000, 0)
+        net.set_rate(100)
+        with pytest.raises(RuntimeError, match="set_rate\\(None\\) first"):
+            net.limit_sender(8000, 10)
+
+
+def test_limit_sender_needs_a_namespace(monkeypatch):
+    monkeypatch.setenv(network.FORCE_PLAIN, "plain")
+    with network.Network(None) as net, pytest.raises(RuntimeError, match="plain loopback"):
+        net.limit_sender(8000, 10)
 
 
 def test_more_workers_than_ports_is_rejected(monkeypatch):

@@ -5,7 +5,8 @@ namespace, unprivileged where the kernel allows it; ``unshare -n`` as root other
 open by one sleeping process. Its loopback gets an MTU and a token-bucket filter
 (``tc qdisc ... tbf``) at the chosen rate; every worker started through ``cluster()`` runs in
 it (``nsenter``), one core each where the machine has the cores. All workers share that one
-loopback: one medium that every byte they send crosses.
+loopback: one medium that every byte they send crosses. ``limit_sender`` instead slows only
+what one worker's server sends (an ``htb`` class fed by a ``u32`` filter on its port).
 
 The namespace lives only as long as its processes: when the holder and the workers end (on
 ``close``, ``with`` exit, interpreter exit, or the kernel's death signal after a SIGKILL of
@@ -71,6 +72,7 @@ class Network:
         self.holder = None
         self.kind, self.reason = self._choose()
         self.rate_mbit = None
+        self.senders: dict[int, float] = {}  # port -> Mbit/s (limit_sender)
         if self.kind != "plain":
             flag = "-rn" if self.kind == "user" else "-n"
             script = f"ip link set lo mtu {self.mtu} up && exec sleep 86400"
@@ -118,6 +120,11 @@ class Network:
 
     def set_rate(self, rate_mbit: float | None, *, burst: int | None = None) -> None:
         """Limit the loopback to ``rate_mbit`` Mbit/s (None: unshaped). Burst: bytes, >= MTU."""
+        if self.senders:
+            raise RuntimeError(
+                f"senders {sorted(self.senders)} are limited: lift them first "
+                "(limit_sender(port, None)); one qdisc shapes the link at a time"
+            )
         if rate_mbit is None:
             if self.shaped and self.rate_mbit is not None:
                 self.run(["tc", "qdisc", "del", "dev", "lo", "root"])
@@ -125,34 +132,77 @@ class Network:
             return
         if not self.shaped:
             raise RuntimeError(f"cannot set a rate on the plain loopback ({self.reason})")
+        self._check_rate(rate_mbit)
+        burst = self._burst(rate_mbit, burst)
+        tbf = ["tbf", "rate", f"{rate_mbit}mbit", "burst", str(burst), "latency", "50ms"]
+        self.run(["tc", "qdisc", "replace", "dev", "lo", "root", *tbf])
+        self.rate_mbit = rate_mbit
+
+    def limit_sender(self, port: int, rate_mbit: float | None) -> None:
+        """Limit what the server listening on ``port`` sends to ``rate_mbit`` Mbit/s (None:
+        lift it); the rest of the link stays unshaped. In a RING all-reduce over gRPC each
+        worker pulls its peer's chunks from the peer's server, so these are the bytes that
+        worker sends: one slow (or, at a trickle, cut) link. Needs ``set_rate(None)``."""
+        validate.whole_number("port", port, minimum=1, maximum=65535)
+        if rate_mbit is not None:
+            self._check_rate(rate_mbit)
+        if not self.shaped:
+            raise RuntimeError(f"cannot limit a sender on the plain loopback ({self.reason})")
+        if self.rate_mbit is not None:
+            raise RuntimeError(
+                f"the whole link is shaped to {self.rate_mbit} Mbit/s: set_rate(None) first"
+            )
+        senders = dict(self.senders)
+        if rate_mbit is None:
+            senders.pop(port, None)
+        else:
+            senders[port] = rate_mbit
+        if self.senders:  # rebuilt whole: one htb with a class per limited sender
+            self.run(["tc", "qdisc", "del", "dev", "lo", "root"])
+        self.senders = {}
+        if senders:
+            self.run(["tc", "qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb"])
+        for k, (sport, rate) in enumerate(sorted(senders.items()), start=1):
+            rule = ["rate", f"{rate}mbit", "burst", str(self._burst(rate, None))]
+            self.run(
+                [
+                    "tc",
+                    "class",
+                    "add",
+                    "dev",
+                    "lo",
+                    "parent",
+                    "1:",
+                    "classid",
+                    f"1:{k}",
+                    "htb",
+                    *rule,
+                ]
+            )
+            for prio, (protocol, match) in enumerate((("ip", "ip"), ("ipv6", "ip6")), start=1):
+                self.run(
+                    ["tc", "filter", "add", "dev", "lo", "parent", "1:", "protocol", protocol,
+                     "prio", str(prio), "u32", "match", match, "sport", str(sport), "0xffff",
+                     "flowid", f"1:{k}"]
+                )  # fmt: skip
+        self.senders = senders
+
+    @staticmethod
+    def _check_rate(rate_mbit) -> None:
         if not isinstance(rate_mbit, (int, float)) or not 0.1 <= rate_mbit <= 100_000:
             raise ValueError(
                 f"rate_mbit must be a number of Mbit/s in [0.1, 100000], got {rate_mbit!r}"
             )
+
+    def _burst(self, rate_mbit: float, burst: int | None) -> int:
+        """Bytes the shaper may send at once: 5 ms at the rate, at least 4 MTUs."""
         burst = burst if burst is not None else max(4 * self.mtu, int(rate_mbit * 1e6 / 8 * 0.005))
         if not isinstance(burst, int) or burst < self.mtu:
             raise ValueError(
                 f"burst {burst!r} B is below the loopback MTU ({self.mtu} B): tbf would never "
                 "send a full packet and every sender would stall. Use a burst >= the MTU."
             )
-        self.run(
-            [
-                "tc",
-                "qdisc",
-                "replace",
-                "dev",
-                "lo",
-                "root",
-                "tbf",
-                "rate",
-                f"{rate_mbit}mbit",
-                "burst",
-                str(burst),
-                "latency",
-                "50ms",
-            ]
-        )
-        self.rate_mbit = rate_mbit
+        return burst
 
     def measure(self, megabytes: float | None = None, timeout: float = 60.0) -> float:
         """Mbit/s of one raw TCP transfer across the link (no TensorFlow involved)."""
