@@ -8,6 +8,7 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import course  # noqa: E402
+import side_by_side  # noqa: E402
 
 
 def _notebook(path, *sources):
@@ -99,3 +100,44 @@ def test_tensorflow_cpp_log_lines_reach_neither_the_progress_nor_the_rendered_no
     summary = json.loads((tmp_path / "build/summary.json").read_text())
     assert summary[0]["hidden_log_lines"] == 1
     assert "1 C++ log lines hidden" in (tmp_path / "build/index.html").read_text()
+
+
+def test_two_at_a_time_each_in_its_own_runner(tmp_path, capsys):
+    (tmp_path / "notebooks").mkdir()
+    _notebook(tmp_path / "notebooks/40_quick.ipynb", "import time\ntime.sleep(0.1)")
+    _notebook(tmp_path / "notebooks/41_slow.ipynb", "import time\ntime.sleep(3)")
+    sleeper = (
+        "import subprocess, sys\n"
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
+        " start_new_session=True)"
+    )
+    _notebook(tmp_path / "notebooks/42_leaks.ipynb", sleeper)
+    out = tmp_path / "build"
+    out.mkdir()
+    last = [{"notebook": "notebooks/41_slow.ipynb", "seconds": 9.0}]
+    (out / "summary.json").write_text(json.dumps(last))  # the last run: 41 took longest
+    code = course.run_course(str(out), root=tmp_path, cell_timeout=120, jobs=2)
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["notebook"] for r in summary] == [
+        f"notebooks/{n}.ipynb" for n in ("40_quick", "41_slow", "42_leaks")
+    ]  # the index keeps the course's order
+    status = {r["notebook"]: r["status"] for r in summary}
+    assert code == 1 and status["notebooks/42_leaks.ipynb"] == "failed"  # its own runner saw it
+    assert status["notebooks/40_quick.ipynb"] == status["notebooks/41_slow.ipynb"] == "passed"
+    for name in ("40_quick", "41_slow", "42_leaks"):  # where a lone run leaves them
+        for suffix in (".ipynb", ".html", ".kernel.log", ".runner.log"):
+            assert (out / "notebooks" / f"{name}{suffix}").exists(), name + suffix
+    assert "cell 1/1 done" in (out / "notebooks/41_slow.runner.log").read_text()
+    assert sorted(p.name for p in out.iterdir()) == ["index.html", "notebooks", "summary.json"]
+    printed = capsys.readouterr().out
+    assert printed.index("41_slow.ipynb: passed") > 0 and "2 at a time" in printed
+
+
+def test_the_longest_notebook_of_the_last_run_starts_first(tmp_path):
+    paths = [tmp_path / "notebooks" / f"{n}.ipynb" for n in ("00_a", "01_b", "02_new", "03_c")]
+    last = tmp_path / "summary.json"
+    assert side_by_side.longest_first(paths, last) == paths  # no last run: the course's order
+    took = {"00_a": 5.0, "01_b": 60.0, "03_c": 20.0}
+    last.write_text(json.dumps([{"notebook": f"notebooks/{n}.ipynb", "seconds": s}
+                                for n, s in took.items()]))  # fmt: skip
+    assert side_by_side.longest_first(paths, last) == [paths[1], paths[3], paths[0], paths[2]]

@@ -104,7 +104,7 @@ def test_run_one_reads_the_runner_summary_and_reports_a_runner_that_died(tmp_pat
     fake = tmp_path / "fake_python"
     fake.write_text("#!/bin/sh\necho 'Traceback: boom' ; exit 3\n")
     fake.chmod(0o755)
-    r = soak.run_one("notebooks/00_x.ipynb", 1, tmp_path, str(fake), timeout=10)
+    r = soak.run_one("notebooks/00_x.ipynb", 1, tmp_path, 10, str(fake))
     assert r["status"] == "failed" and r["cell"] is None
     assert r["error"] == "runner exited with 3: Traceback: boom"
 
@@ -125,7 +125,7 @@ def test_run_one_reads_the_failing_cell_from_the_runner_summary(tmp_path):
         f"(out / 'summary.json').write_text(json.dumps({summary!r}))\n"
     )
     fake.chmod(0o755)
-    r = soak.run_one("solutions/06_x.ipynb", 2, tmp_path, str(fake), timeout=10)
+    r = soak.run_one("solutions/06_x.ipynb", 2, tmp_path, 10, str(fake))
     assert (r["status"], r["seconds"], r["cell"], r["error"]) == (
         "failed",
         12.5,

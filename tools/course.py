@@ -15,6 +15,12 @@ copies both into the cell's output and onto the kernel's own standard error. Her
 kernel's standard error goes to ``<notebook>.kernel.log`` beside the rendered notebook (not to
 the progress output), and those lines are removed from the saved and rendered outputs; the
 index says how many were hidden.
+
+With ``--jobs 2`` (what ``make course`` uses) two notebooks run side by side, each in a
+runner process of its own (tools/side_by_side.py): the leftover check of each counts
+only what its own runner started. Their cell-by-cell progress goes to
+``<notebook>.runner.log`` beside the rendered notebook; the longest notebooks of the last
+run in the same folder start first.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import leftovers  # tools/leftovers.py, beside this file
+import leftovers  # tools/leftovers.py and tools/side_by_side.py, beside this file
+import side_by_side
 
 from tflearn_helpers.report import HEADLINES_ENV
 from tflearn_helpers.runtime.startup_noise import hide_tf_log
@@ -52,8 +59,10 @@ def run_course(
     exclude: tuple[str, ...] = (),
     root: Path | None = None,
     cell_timeout: float = 1800,
+    jobs: int = 1,
 ) -> int:
-    """Execute notebooks with Run All semantics (the first cell that raises stops one)."""
+    """Execute notebooks with Run All semantics (the first cell that raises stops one),
+    ``jobs`` at a time."""
     root = Path(root) if root else course_root()
     out_dir = Path(out).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -71,12 +80,17 @@ def run_course(
     if not paths:
         print(f"no notebooks under {root} match {only!r} in {', '.join(folders)}")
         return 1
-    results = []
-    for i, path in enumerate(paths, 1):
-        print(f"[{i}/{len(paths)}] {path.parent.name}/{path.name}", flush=True)
-        results.append(run_notebook(path, out_dir / path.parent.name, cell_timeout))
-        r = results[-1]
-        print(f"      {r['status']} in {r['seconds']:.0f} s {r.get('error', '')}", flush=True)
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    if jobs == 1:
+        results = []
+        for i, path in enumerate(paths, 1):
+            print(f"[{i}/{len(paths)}] {path.parent.name}/{path.name}", flush=True)
+            results.append(run_notebook(path, out_dir / path.parent.name, cell_timeout))
+            r = results[-1]
+            print(f"      {r['status']} in {r['seconds']:.0f} s {r.get('error', '')}", flush=True)
+    else:
+        results = side_by_side.run(paths, out_dir, root, cell_timeout, jobs)
     (out_dir / "summary.json").write_text(json.dumps(results, indent=1))
     (out_dir / "index.html").write_text(_index_html(results, os.environ.get("TFLEARN_SCALE")))
     failed = [r for r in results if r["status"] != "passed"]
@@ -246,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exclude", default="", help="comma-separated name parts to skip")
     parser.add_argument("--root", help="folder holding notebooks/ (default: the repository)")
     parser.add_argument("--cell-timeout", type=float, default=1800, help="seconds per cell")
+    parser.add_argument("--jobs", type=int, default=1, help="notebooks at a time (default 1)")
     args = parser.parse_args(argv)
     return run_course(
         args.out,
@@ -255,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         exclude=tuple(x for x in args.exclude.split(",") if x),
         root=args.root,
         cell_timeout=args.cell_timeout,
+        jobs=args.jobs,
     )
 
 

@@ -21,7 +21,6 @@ import io
 import json
 import os
 import re
-import signal
 import statistics
 import subprocess
 import sys
@@ -30,11 +29,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import side_by_side  # tools/side_by_side.py, beside this file
+
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("notebooks", "solutions", "exercises")
 HEADERS = ("notebook", "runs", "passed", "failed", "median s", "max s", "over budget", "failures")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours of an IPython traceback
-TAG_ENV = "TFLEARN_LEFTOVERS_TAG"  # tools/leftovers.py: each runner sets its own
 
 
 def notebooks(only: str = "", root: Path = ROOT) -> list[str]:
@@ -54,44 +54,18 @@ def queue(names: list[str], runs: int) -> list[tuple[str, int]]:
     return [(nb, k) for k in range(1, runs + 1) for nb in names]
 
 
-def run_one(notebook: str, run: int, out: Path, python: str, timeout: float) -> dict:
+def run_one(notebook: str, run: int, out: Path, timeout: float, python=sys.executable) -> dict:
     """Run All of one notebook in its own course runner; its result as a dict."""
     folder, name = notebook.split("/")
     where = out / "runs" / f"{Path(name).stem}-{folder}-{run}"
-    cmd = [
-        python,
-        str(Path(__file__).with_name("course.py")),
-        "--scale",
-        "smoke",
-        "--folders",
-        folder,
-    ]
-    cmd += ["--only", name, "--out", str(where), "--cell-timeout", str(timeout)]
-    env = {k: v for k, v in os.environ.items() if k != TAG_ENV}
-    env.update(TFLEARN_SCALE="smoke")
-    where.mkdir(parents=True, exist_ok=True)
-    started, wall = time.strftime("%H:%M:%S"), time.monotonic()
-    with open(where / "runner.log", "w") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)  # fmt: skip
-        try:
-            proc.wait(timeout + 120)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    result = {"notebook": notebook, "run": run, "started": started}
-    summary = where / "summary.json"
-    if summary.exists():
-        (r,) = json.loads(summary.read_text())
-        result.update(status=r["status"], seconds=r["seconds"], cell=r.get("cell"))
-        result.update(
-            error=ANSI.sub("", r.get("error", "")), left_running=r.get("left_running", [])
-        )
-    else:  # the runner itself died or hung: say so, with its exit code
-        tail = (where / "runner.log").read_text().strip().splitlines()[-1:] or [""]
-        result.update(status="failed", seconds=time.monotonic() - wall, cell=None,
-                      error=f"runner exited with {proc.returncode}: {tail[0][:200]}")  # fmt: skip
-    return result
+    started = time.strftime("%H:%M:%S")
+    r = side_by_side.run_in_own_runner(
+        ROOT / folder / name, where, ROOT, timeout, timeout + 120, python
+    )
+    error = ANSI.sub("", r.get("error", ""))
+    return {"notebook": notebook, "run": run, "started": started, "status": r["status"],
+            "seconds": r["seconds"], "cell": r.get("cell"), "error": error,
+            "left_running": r.get("left_running", [])}  # fmt: skip
 
 
 def aggregate(results: list[dict], budget: float = 60.0) -> list[dict]:
@@ -184,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per cell")
     args = parser.parse_args(argv)
     out, todo = Path(args.out), queue(notebooks(args.only), args.runs)
+    os.environ["TFLEARN_SCALE"] = "smoke"  # every runner, and every kernel it starts
     sampler = LoadSampler()
     sampler.start()
     meta = {"started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": _commit()}
@@ -191,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"soak: {len(todo)} runs, {args.parallel} at a time, into {out}", flush=True)
 
     def one(item):
-        r = run_one(*item, out, sys.executable, args.timeout)
+        r = run_one(*item, out, args.timeout)
         with lock:
             results.append(r)
             meta.update(sampler.summary(), finished=len(results), planned=len(todo))
