@@ -8,6 +8,7 @@ from tflearn_helpers import allreduce, runtime
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import nbtools  # noqa: E402
+import taught  # noqa: E402
 
 LESSON_03 = nbtools.ROOT / "notebooks" / "03_mirrored_strategy.ipynb"
 
@@ -15,7 +16,7 @@ DevicePlan = runtime.devices.DevicePlan
 
 
 def test_time_allreduce_is_the_code_lesson_03_writes():
-    assert nbtools.differs_from_taught(allreduce.time_allreduce, LESSON_03) is None
+    assert taught.differs_from_taught(allreduce.time_allreduce, LESSON_03) is None
 
 
 def test_the_course_uses_hierarchical_copy_only_between_logical_gpus():

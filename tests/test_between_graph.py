@@ -10,6 +10,7 @@ from tflearn_helpers import between_graph
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import nbtools  # noqa: E402
+import taught  # noqa: E402
 
 LESSON_01 = nbtools.ROOT / "notebooks" / "01_parameter_servers_estimator_era.ipynb"
 
@@ -46,5 +47,5 @@ def test_placement_rejects_negative_partitions():
     ],
 )
 def test_helpers_are_the_code_lesson_01_teaches(helper, name):
-    assert nbtools.differs_from_taught(helper, LESSON_01, name) is None, "change both, or neither"
+    assert taught.differs_from_taught(helper, LESSON_01, name) is None, "change both, or neither"
     assert "lesson 01 defines" in helper.__doc__.lower()

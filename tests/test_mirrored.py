@@ -9,18 +9,19 @@ from tflearn_helpers import mirrored
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import nbtools  # noqa: E402
+import taught  # noqa: E402
 
 
 def test_weight_comparisons_are_the_code_lesson_03_writes():
     lesson = nbtools.ROOT / "notebooks" / "03_mirrored_strategy.ipynb"
     for helper in (mirrored.max_abs_difference, mirrored.update_norm):
-        assert nbtools.differs_from_taught(helper, lesson) is None, helper.__name__
+        assert taught.differs_from_taught(helper, lesson) is None, helper.__name__
 
 
 def test_make_train_step_is_the_code_lessons_03_and_04_write():
     for lesson in ("03_mirrored_strategy.ipynb", "04_resnet50_data_parallel.ipynb"):
         path = nbtools.ROOT / "notebooks" / lesson
-        assert nbtools.differs_from_taught(mirrored.make_train_step, path) is None, lesson
+        assert taught.differs_from_taught(mirrored.make_train_step, path) is None, lesson
 
 
 def test_a_changed_helper_is_told_apart_from_the_lesson(tmp_path):
@@ -31,9 +32,9 @@ def test_a_changed_helper_is_told_apart_from_the_lesson(tmp_path):
             cell.source = cell.source.replace("ReduceOp.SUM", "ReduceOp.MEAN")
     changed = tmp_path / lesson.name
     nbtools.write(nb, changed)
-    assert "MEAN" in nbtools.differs_from_taught(mirrored.make_train_step, changed)
+    assert "MEAN" in taught.differs_from_taught(mirrored.make_train_step, changed)
     with pytest.raises(LookupError):
-        nbtools.taught_definitions(changed, "no_such_function")
+        taught.taught_definitions(changed, "no_such_function")
 
 
 def test_weight_comparisons():

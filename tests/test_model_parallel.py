@@ -9,6 +9,7 @@ from tflearn_helpers.model_parallel import balance
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import nbtools  # noqa: E402
+import taught  # noqa: E402
 
 #: A tiny functional network named like a Keras ResNet (two residual blocks).
 TINY = """
@@ -95,4 +96,4 @@ else:
 
 def test_segment_models_is_the_code_lesson_05_writes():
     lesson = nbtools.ROOT / "notebooks" / "05_resnet50_model_parallel.ipynb"
-    assert nbtools.differs_from_taught(model_parallel.segment_models, lesson) is None
+    assert taught.differs_from_taught(model_parallel.segment_models, lesson) is None

@@ -12,6 +12,7 @@ from tflearn_helpers import mirrored, multi_worker, scripts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import nbtools  # noqa: E402
+import taught  # noqa: E402
 
 LESSON_06 = nbtools.ROOT / "notebooks" / "06_multi_worker_and_clusters.ipynb"
 
@@ -46,8 +47,8 @@ def test_weights_round_trip(tmp_path):
 
 def test_the_readers_are_the_code_lesson_06_writes():
     for helper in (multi_worker.progress, multi_worker.median_step_s, multi_worker.worker_weights):
-        assert nbtools.differs_from_taught(helper, LESSON_06) is None, helper.__name__
-    assert nbtools.differs_from_taught(mirrored.max_abs_difference, LESSON_06) is None
+        assert taught.differs_from_taught(helper, LESSON_06) is None, helper.__name__
+    assert taught.differs_from_taught(mirrored.max_abs_difference, LESSON_06) is None
 
 
 def load_training_script():

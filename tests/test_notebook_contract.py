@@ -8,6 +8,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import make_exercises  # noqa: E402
 import nbtools  # noqa: E402
+import readability  # noqa: E402
 
 NOTEBOOKS = nbtools.course_notebooks()
 
@@ -57,12 +58,14 @@ def _readable(key, value):
     return pytest.param(value, id=key)
 
 
-@pytest.mark.parametrize("path", [_readable(nbtools.lesson_id(p), p) for p in nbtools.lessons()])
+@pytest.mark.parametrize(
+    "path", [_readable(readability.lesson_id(p), p) for p in readability.lessons()]
+)
 def test_lesson_is_readable(path):
     """A learner reading a lesson's code cells reads TensorFlow, not course machinery.
 
     Measured on the code cells of notebooks/NN_*.ipynb (tools/nbtools.py; print every
-    lesson's figures with ``python tools/nbtools.py readability``):
+    lesson's figures with ``python tools/readability.py``):
 
     * a cell's size is its number of non-blank lines (comments count);
     * the median cell size is at most 15 lines;
@@ -85,19 +88,21 @@ def test_lesson_is_readable(path):
           module passed as a value);
         - an import that is never used counts nothing.
     """
-    figures = nbtools.readability(path)
-    problems = nbtools.readability_problems(figures)
+    figures = readability.readability(path)
+    problems = readability.readability_problems(figures)
     shown = {k: v for k, v in figures.items() if k not in ("names", "over 40 (code cell numbers)")}
     assert problems == [], f"{figures['lesson']}: {shown}; " + "; ".join(problems)
 
 
-@pytest.mark.parametrize("lessons", [_readable("course", nbtools.lessons())])
+@pytest.mark.parametrize("lessons", [_readable("course", readability.lessons())])
 def test_the_course_uses_few_helper_names(lessons):
     """Across all lessons, at most 60 distinct helper names (counted as in the test above)."""
-    per_lesson = {nbtools.lesson_id(p): set(nbtools.readability(p)["names"]) for p in lessons}
+    per_lesson = {
+        readability.lesson_id(p): set(readability.readability(p)["names"]) for p in lessons
+    }
     everything = set().union(*per_lesson.values())
     counts = {k: len(v) for k, v in per_lesson.items()}
-    assert len(everything) <= nbtools.MAX_COURSE_HELPER_NAMES, (
+    assert len(everything) <= readability.MAX_COURSE_HELPER_NAMES, (
         f"{len(everything)} distinct helper names across the lessons (per lesson: {counts}):"
         f" {sorted(everything)}"
     )
@@ -113,7 +118,7 @@ def test_helper_names_are_counted_as_documented():
         "%time pick(smoke=1, cpu=1, gpu=1)\n!ls",
         "if x:\n    %pip install y\nhl('speed', 1)",
     ]
-    assert nbtools.helper_names(cells) == {
+    assert readability.helper_names(cells) == {
         "setup_course",
         "pick",
         "headline",
@@ -141,7 +146,7 @@ def test_readability_limits_are_measured():
         "helper names": 16,
         "names": [f"n{i}" for i in range(16)],
     }
-    problems = nbtools.readability_problems(figures)
+    problems = readability.readability_problems(figures)
     assert len(problems) == 3 and "median" in problems[0] and "[3]" in problems[1]
     figures.update({"median lines": 15, "cells over 40": 0, "helper names": 15})
-    assert nbtools.readability_problems(figures) == []
+    assert readability.readability_problems(figures) == []

@@ -10,6 +10,7 @@ from tflearn_helpers import datasets, parameter_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import nbtools  # noqa: E402
+import taught  # noqa: E402
 
 LESSON_02 = nbtools.ROOT / "notebooks" / "02_parameter_server_strategy.ipynb"
 SPEC = {
@@ -48,7 +49,7 @@ def test_measure_workers_rejects_bad_sizes(n, kwargs, name):
     [parameter_server.measure_workers, datasets.regression_batches, datasets.regression_model],
 )
 def test_helpers_are_the_code_lesson_02_teaches(helper):
-    assert nbtools.differs_from_taught(helper, LESSON_02) is None, "change both, or neither"
+    assert taught.differs_from_taught(helper, LESSON_02) is None, "change both, or neither"
     assert "lesson 02 defines it" in helper.__doc__.lower()
 
 
