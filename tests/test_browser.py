@@ -15,21 +15,19 @@ each commit runs the same one and successive commits go round them all.
 TFLEARN_BROWSER_LESSONS=all runs every drawing lesson; =03,06 runs those lessons, drawing or
 not; TFLEARN_BROWSER_REPEAT=10 runs them 10 times each, one after the other, each in a fresh
 kernel (`make soak-lab`: lesson 06 ten times). Each notebook's kernel is shut down when its
-test ends. The file prints what it ran. CI time budget: about 3 min on 2 cores (server and
-browser ~20 s, lesson 03 and exercise 00 ~1 min, one lesson ~1-2 min at smoke).
+test ends. The file prints what it ran; tests/jupyterlab_page.py drives the page and the
+server. CI time budget: about 3 min on 2 cores (server and browser ~20 s, lesson 03 and
+exercise 00 ~1 min, one lesson ~1-2 min at smoke).
 """
 
 from __future__ import annotations
 
-import ctypes
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -87,6 +85,7 @@ if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
         pytrace=False,
     )
 
+import jupyterlab_page as page  # noqa: E402
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -110,12 +109,12 @@ def lab(tmp_path_factory):
          f"--port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={home}",
          "--ServerApp.port_retries=0", "--allow-root"],
         env=env, stdout=subprocess.DEVNULL, stderr=(home / "server.log").open("w"),
-        start_new_session=True, preexec_fn=_die_with_parent,
+        start_new_session=True, preexec_fn=page.die_with_parent,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
         log = home / "server.log"
-        _wait_until(lambda: _answers(f"{url}/api/status?token={token}", server), 90, log)
+        page.wait_until(lambda: page.answers(f"{url}/api/status?token={token}", server), 90, log)
         yield url, token
     finally:
         os.killpg(server.pid, signal.SIGTERM)
@@ -124,8 +123,8 @@ def lab(tmp_path_factory):
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(10)
-        assert not _answers(f"{url}/api/status"), "the JupyterLab server still answers"
-        assert port not in _listening_ports(), f"port {port} is still listening"
+        assert not page.answers(f"{url}/api/status"), "the JupyterLab server still answers"
+        assert port not in page.listening_ports(), f"port {port} is still listening"
 
 
 @pytest.fixture(scope="module")
@@ -161,22 +160,26 @@ def test_run_all_cells_in_jupyterlab(lab, browser, notebook, must_show):
     url, token = lab
     name = Path(notebook).stem + "-" + Path(notebook).parent.name
     browser.get(f"{url}/lab/workspaces/{name}/tree/{notebook}?reset&token={token}")
-    _wait_until(lambda: _prompts(browser), 60)  # the notebook is on screen
-    settled = _KernelSettled(url, token, notebook)  # the kernel Run All will use, not a first one
-    _wait_until(lambda: _dialog_gone(browser) and _idle_kernel(browser) and settled(), 180)
-    _run_all_cells(browser)
+    page.wait_until(lambda: page.prompts(browser), 60)  # the notebook is on screen
+    settled = page.KernelSettled(
+        url, token, notebook
+    )  # the kernel Run All will use, not a first one
+    page.wait_until(
+        lambda: page.dialog_gone(browser) and page.idle_kernel(browser) and settled(), 180
+    )
+    page.run_all_cells(browser)
     shots = ROOT / "build" / "browser"
     shots.mkdir(parents=True, exist_ok=True)
     try:
-        _wait_until(lambda: _run_ended(browser), RUN_TIMEOUT)
-        charts = _tensorboard_charts(browser)  # while the kernel, and so its TensorBoard, lives
+        page.wait_until(lambda: page.run_ended(browser), RUN_TIMEOUT)
+        charts = page.tensorboard_charts(browser)  # while the kernel, and so its TensorBoard, lives
     finally:
         browser.save_screenshot(str(shots / f"{name}.png"))
-        _shut_down_kernels(url, token)  # the next notebook (or repeat) starts a fresh kernel
+        page.shut_down_kernels(url, token)  # the next notebook (or repeat) starts a fresh kernel
 
-    errors = _errors(browser)
+    errors = page.errors(browser)
     assert not errors, errors
-    prompts = _prompts(browser)
+    prompts = page.prompts(browser)
     not_run = {i + 1: p for i, p in enumerate(prompts) if not p.strip("[]: ").isdigit()}
     dialogs = [d.text for d in browser.find_elements(By.CSS_SELECTOR, ".jp-Dialog")]
     assert prompts and not not_run, f"code cells not run: {not_run}; dialogs: {dialogs}"
@@ -196,160 +199,3 @@ def test_run_all_cells_in_jupyterlab(lab, browser, notebook, must_show):
     if "html" in drawn:  # its displayed tables (or frames) are rendered as HTML, not as text
         shown = ".jp-OutputArea-output table, .jp-OutputArea-output iframe"
         assert browser.find_elements(By.CSS_SELECTOR, shown), f"{notebook} displays no HTML"
-
-
-def _errors(browser) -> list[str]:
-    """The tracebacks on the page. JupyterLab renders an error output with the stderr mime
-    type (it has no renderer for application/vnd.jupyter.error), so look for the traceback."""
-    return browser.execute_script(
-        "return Array.from(document.querySelectorAll('.jp-OutputArea-output'), e => e.textContent)"
-        ".filter(t => t.includes('Traceback (most recent call last)')).map(t => t.slice(-600))"
-    )
-
-
-def _tensorboard_charts(browser) -> list[list[str]]:
-    """For each TensorBoard frame on the page (tensorboard.notebook.display), the titles of
-    the scalar charts it draws: a chart counts once its card holds a drawn line chart."""
-    found = []
-    for frame in browser.find_elements(By.CSS_SELECTOR, "iframe[id^='tensorboard-frame']"):
-        browser.execute_script("arguments[0].scrollIntoView()", frame)  # cards draw when seen
-        browser.switch_to.frame(frame)
-        try:
-            found.append(_wait_until(lambda: _drawn_scalar_cards(browser), 90, quiet=True) or [])
-        finally:
-            browser.switch_to.default_content()
-    return found
-
-
-def _drawn_scalar_cards(browser) -> list[str]:
-    return browser.execute_script(
-        "return Array.from(document.querySelectorAll('scalar-card'))"
-        ".filter(c => c.querySelector('line-chart canvas, line-chart svg path'))"
-        ".map(c => c.textContent.trim().slice(0, 60))"
-    )
-
-
-class _KernelSettled:
-    """True once the server's session for ``notebook`` has had the same kernel, idle, for
-    ``seconds``. On the first notebook of a fresh server JupyterLab can start a kernel and
-    replace it (seen under load: the first shut down while still booting, the next one
-    connected 13 s later); Run All clicked in between ran cell 1 on one kernel and nothing
-    after it."""
-
-    def __init__(self, url: str, token: str, notebook: str, seconds: float = 3.0):
-        self.url, self.auth, self.notebook, self.seconds = url, token, notebook, seconds
-        self.seen: tuple[str, float] | None = None
-
-    def __call__(self) -> bool:
-        request = urllib.request.Request(
-            f"{self.url}/api/sessions", headers={"Authorization": f"token {self.auth}"}
-        )
-        with urllib.request.urlopen(request, timeout=10) as reply:
-            sessions = [s for s in json.load(reply) if s.get("path") == self.notebook]
-        idle = [s["kernel"]["id"] for s in sessions if s["kernel"]["execution_state"] == "idle"]
-        if len(sessions) != 1 or not idle:
-            self.seen = None
-            return False
-        if self.seen is None or self.seen[0] != idle[0]:
-            self.seen = (idle[0], time.monotonic())
-        return time.monotonic() - self.seen[1] >= self.seconds
-
-
-def _run_all_cells(browser, tries: int = 6) -> None:
-    """Run > Run All Cells; clicked again if the first cell has not started (a fresh page
-    can report the kernel idle a moment before its session takes commands; see also
-    :class:`_KernelSettled`)."""
-    for _ in range(tries):
-        _click_menu(browser, "Run", "runmenu:run-all")
-        try:
-            _wait_until(lambda: _prompts(browser)[0].strip("[]: "), 20)
-            return
-        except TimeoutError:
-            browser.find_element(By.CSS_SELECTOR, "body").send_keys("\ue00c")  # Escape
-    raise TimeoutError(f"Run All Cells did not start after {tries} clicks")
-
-
-def _click_menu(browser, menu: str, command: str) -> None:
-    items = browser.find_elements(By.CSS_SELECTOR, ".lm-MenuBar-item")
-    next(i for i in items if i.text.strip() == menu).click()
-    _wait_until(lambda: browser.find_elements(By.CSS_SELECTOR, f"[data-command='{command}']"), 10)
-    browser.find_element(By.CSS_SELECTOR, f"[data-command='{command}']").click()
-
-
-def _dialog_gone(browser) -> bool:
-    """Accept a dialog such as "Select Kernel" (the preselected kernel); True when none is open."""
-    buttons = browser.find_elements(By.CSS_SELECTOR, ".jp-Dialog .jp-mod-accept")
-    for button in buttons:
-        button.click()
-    return not buttons
-
-
-def _prompts(browser) -> list[str]:
-    """Every code cell's prompt, read in one script call: JupyterLab re-renders cells while
-    it runs them, so elements found one call earlier can be gone (a stale element)."""
-    return browser.execute_script(
-        "return Array.from(document.querySelectorAll("
-        "'.jp-Notebook .jp-CodeCell .jp-InputPrompt'), e => e.textContent.trim())"
-    )
-
-
-def _run_ended(browser) -> bool:
-    """Run All has finished, or stopped at an error: nothing queued, the kernel idle."""
-    prompts = _prompts(browser)
-    started = bool(prompts) and prompts[0].strip("[]: ").isdigit()
-    return started and not any("*" in p for p in prompts) and _idle_kernel(browser)
-
-
-def _idle_kernel(browser) -> bool:
-    return browser.execute_script(
-        "const s = document.querySelector('.jp-Notebook-ExecutionIndicator');"
-        "return s !== null && s.getAttribute('data-status') === 'idle'"
-    )
-
-
-def _shut_down_kernels(url: str, token: str) -> None:
-    """End every session the server holds (its kernel with it), through Jupyter's REST API."""
-    auth = {"Authorization": f"token {token}"}
-    with urllib.request.urlopen(
-        urllib.request.Request(f"{url}/api/sessions", headers=auth), timeout=10
-    ) as reply:
-        sessions = json.load(reply)
-    for session in sessions:
-        request = urllib.request.Request(
-            f"{url}/api/sessions/{session['id']}", headers=auth, method="DELETE"
-        )
-        urllib.request.urlopen(request, timeout=30).close()
-
-
-def _die_with_parent() -> None:
-    """In the server: Linux kills it if pytest dies before the fixture can stop it."""
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-
-
-def _answers(url: str, server: subprocess.Popen | None = None) -> bool:
-    if server is not None and server.poll() is not None:
-        raise RuntimeError(f"JupyterLab exited with code {server.returncode} before answering")
-    try:
-        with urllib.request.urlopen(url, timeout=2) as reply:
-            return reply.status < 500
-    except OSError:
-        return False
-
-
-def _listening_ports() -> set[int]:
-    import psutil
-
-    return {c.laddr.port for c in psutil.net_connections("tcp") if c.status == "LISTEN"}
-
-
-def _wait_until(condition, seconds: float, log: Path | None = None, quiet: bool = False):
-    """condition()'s first truthy value within ``seconds``; else TimeoutError (None if quiet)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.5)
-    if quiet:
-        return None
-    tail = log.read_text()[-2000:] if log and log.exists() else ""
-    raise TimeoutError(f"gave up after {seconds:.0f} s waiting for {condition}\n{tail}")

@@ -34,11 +34,11 @@ def test_doctor_gives_up_instead_of_hanging():
 def test_memory_report_names_lessons_that_would_not_fit(monkeypatch, capsys):
     from types import SimpleNamespace
 
-    from tflearn_helpers import doctor, lesson_sizes
+    from tflearn_helpers import doctor, lesson_fit
     from tflearn_helpers.runtime.devices import DevicePlan
 
     env = SimpleNamespace(plan=DevicePlan("CPU", 1, 4), devices=["a"] * 4, scale="cpu")
-    monkeypatch.setattr(lesson_sizes, "available_ram", lambda: 64 * 2**20)
+    monkeypatch.setattr(lesson_fit, "available_ram", lambda: 64 * 2**20)
     doctor._memory_report(env)
     out = capsys.readouterr().out
     assert "warn  would not fit within 70% of memory: lessons 00" in out and "04" in out

@@ -8,17 +8,6 @@ import pytest
 from tflearn_helpers import lesson_sizes, memory
 
 
-@pytest.mark.parametrize("shape", lesson_sizes.SHAPES, ids=lambda s: s.name)
-@pytest.mark.parametrize("lesson", lesson_sizes.LESSONS, ids=lambda lesson: lesson.number)
-def test_every_lesson_fits_every_gpu_learners_have(lesson, shape):
-    fit = lesson_sizes.fit_on_gpus(lesson, shape)
-    assert fit.card_ok, f"lesson {lesson.number}: logical GPUs take over 90 % of {shape.name}"
-    assert fit.share <= lesson_sizes.FRACTION, (
-        f"lesson {lesson.number} on {shape.name}: predicted {fit.peak / memory.MiB:,.0f} MiB "
-        f"per device, {fit.share:.0%} of {fit.limit / memory.MiB:,.0f} MiB: change {lesson.setting}"
-    )
-
-
 def test_the_old_gpu_settings_of_lessons_04_and_05_did_not_fit():
     # lesson 04: 2 logical GPUs of 6,144 MiB, 64 images of 224x224 per replica, Adam
     resnet = lesson_sizes.resnet50(224)
@@ -35,14 +24,6 @@ def test_pipeline_cuts_make_the_asked_number_of_stages():
     for k in (2, 4):
         cuts = lesson_sizes.pipeline_cuts(resnet, k)
         assert len(cuts) == k - 1 and all(c.endswith("_out") for c in cuts)
-
-
-def test_shared_memory_fit_adds_every_device():
-    lesson = lesson_sizes.LESSONS[0]
-    fit = lesson_sizes.fit_on_shared_memory(lesson, 4, 10 * memory.MiB, "smoke")
-    assert fit.devices == 4 and fit.peak == sum(lesson.peaks("smoke", 4))
-    assert not fit.fits  # 4 x 12 MiB of matrices in 10 MiB
-    assert lesson_sizes.rows([fit])[0][-1] == "NO"
 
 
 def test_lesson_04_peak_is_its_worst_step_with_the_models_it_keeps():
@@ -127,17 +108,6 @@ def test_lesson_05_writes_the_sizes_the_memory_model_checks():
     assert picked("IMG") == lesson_sizes.PIPELINE_IMAGE
     assert picked("BATCH") == lesson_sizes.PIPELINE_BATCH
     assert picked("MICRO")["gpu"] == lesson_sizes.MICRO_BATCHES
-
-
-def test_gpu_memory_is_nvidia_smis_figure_or_none():
-    assert lesson_sizes.gpu_memory_mib() is None or lesson_sizes.gpu_memory_mib() > 0
-
-
-def test_available_ram_is_psutils_figure_within_the_machine():
-    import psutil
-
-    got, total = lesson_sizes.available_ram(), psutil.virtual_memory().total
-    assert 0 < got <= total
 
 
 def test_lesson_08_writes_the_sizes_the_memory_model_checks():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tflearn_helpers import memory
+from tflearn_helpers import memory, transformer_memory
 from tflearn_helpers.memory_probe import measure, result
 
 
@@ -132,19 +132,6 @@ def test_parameter_servers_hold_variables_and_slots_workers_the_activations():
     assert worker.optimizer == 0 and worker.activations == memory.one_device(mem, 32).activations
 
 
-def test_largest_batch_stays_within_the_fraction():
-    def need(batch):
-        return 100 + 10 * batch
-
-    assert memory.largest_batch(need, 1000, 0.7, multiple=1) == 60
-    assert memory.largest_batch(need, 1000, 0.7, multiple=8) == 56
-    assert memory.largest_batch(need, 100) == 0
-    with pytest.raises(ValueError):
-        memory.largest_batch(need, 1000, 1.5)
-    with pytest.raises(ValueError, match="optimizer"):
-        memory.slots("lion")
-
-
 def _cpu_stats_available(**env) -> bool:
     code = "import tensorflow as tf; tf.config.experimental.get_memory_info('CPU:0')"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **env)
@@ -194,7 +181,7 @@ def test_sweep_has_one_deadline_and_reports_what_it_could_not_measure():
     assert rows[2].status.startswith("skipped (predicted") and rows[2].probe is None
 
 
-SHAPE = memory.TransformerShape(vocab=256, seq=128, width=64, heads=4, blocks=2)
+SHAPE = transformer_memory.TransformerShape(vocab=256, seq=128, width=64, heads=4, blocks=2)
 
 
 def test_transformer_parameters_match_keras():
@@ -211,22 +198,26 @@ def test_transformer_parameters_match_keras():
 
 
 def test_transformer_terms():
-    base = memory.transformer(SHAPE, 8)
+    base = transformer_memory.transformer(SHAPE, 8)
     assert base.parameters == base.gradients == 4 * SHAPE.parameters
     assert base.optimizer == 2 * base.parameters
     scores = 4 * 8 * SHAPE.heads * SHAPE.seq**2  # one float32 score matrix per head, batch 8
-    longer = memory.transformer(memory.TransformerShape(256, 256, 64, 4, 2), 8)
+    longer = transformer_memory.transformer(
+        transformer_memory.TransformerShape(256, 256, 64, 4, 2), 8
+    )
     assert longer.activations > 2.5 * base.activations  # twice the tokens: T x T grows 4x
-    assert memory.transformer(SHAPE, 16).activations == 2 * base.activations
-    deeper = memory.transformer(memory.TransformerShape(256, 128, 64, 4, 3), 8)
+    assert transformer_memory.transformer(SHAPE, 16).activations == 2 * base.activations
+    deeper = transformer_memory.transformer(
+        transformer_memory.TransformerShape(256, 128, 64, 4, 3), 8
+    )
     assert deeper.activations - base.activations > 2 * scores  # each block keeps its scores
-    recomputed = memory.transformer(SHAPE, 8, recompute=True)
+    recomputed = transformer_memory.transformer(SHAPE, 8, recompute=True)
     assert recomputed.activations < base.activations and recomputed.parameters == base.parameters
 
 
 def test_transformer_zero_stages_divide_state():
-    plain = memory.transformer(SHAPE, 8, replicas=4)
-    stages = [memory.transformer(SHAPE, 8, replicas=4, zero=z) for z in (1, 2, 3)]
+    plain = transformer_memory.transformer(SHAPE, 8, replicas=4)
+    stages = [transformer_memory.transformer(SHAPE, 8, replicas=4, zero=z) for z in (1, 2, 3)]
     quarter = 4 * -(-SHAPE.parameters // 4)
     assert stages[0].optimizer == 2 * quarter and stages[0].gradients == plain.gradients
     assert stages[1].gradients == quarter and stages[1].parameters == plain.parameters
@@ -235,8 +226,8 @@ def test_transformer_zero_stages_divide_state():
 
 
 def test_transformer_tensor_parallel_splits_blocks():
-    one = memory.transformer(SHAPE, 8)
-    two = memory.transformer(SHAPE, 8, tensor_parallel=2)
+    one = transformer_memory.transformer(SHAPE, 8)
+    two = transformer_memory.transformer(SHAPE, 8, tensor_parallel=2)
     block = 4 * SHAPE.blocks * SHAPE.block_parameters
     assert two.parameters == one.parameters - block // 2
     assert one.activations / 2 < two.activations < one.activations
@@ -252,6 +243,6 @@ def test_transformer_tensor_parallel_splits_blocks():
 )
 def test_transformer_bad_input(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        memory.transformer(SHAPE, 8, **kwargs)
+        transformer_memory.transformer(SHAPE, 8, **kwargs)
     with pytest.raises(ValueError, match="heads"):
-        memory.TransformerShape(256, 128, 64, 5, 2)
+        transformer_memory.TransformerShape(256, 128, 64, 5, 2)

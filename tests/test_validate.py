@@ -49,3 +49,9 @@ def test_container_command_wants_an_image_and_a_list_of_strings():
     for bad in ("python w.py", [], ["python", 3]):
         with pytest.raises(ValueError, match="non-empty list of strings"):
             validate.container_command("img", bad)
+
+
+def test_counts_names_the_first_that_is_not_a_count():
+    validate.counts(batch=8, replicas=np.int64(2))
+    with pytest.raises(validate.WholeNumberError, match=r"^replicas must be a whole number >= 1"):
+        validate.counts(batch=8, replicas=0)

@@ -55,8 +55,7 @@ def time_allreduce(strategy, num_floats, steps):
     """
     import tensorflow as tf
 
-    validate.whole_number("num_floats", num_floats, minimum=1)
-    validate.whole_number("steps", steps, minimum=1)
+    validate.counts(num_floats=num_floats, steps=steps)
     if not isinstance(strategy, tf.distribute.Strategy):
         raise TypeError(f"strategy must be a tf.distribute.Strategy, got {type(strategy).__name__}")
 

@@ -198,7 +198,7 @@ def regression_batches(batch: int, *, seed: int = 0, repeat: bool = True):
     The same 1024 examples every call with the same ``seed``, shuffled, in batches of
     ``batch``; ``repeat`` makes it endless.
     """
-    validate.whole_number("batch", batch, minimum=1)
+    validate.counts(batch=batch)
     import tensorflow as tf
 
     true_w = tf.linspace(-1.0, 1.0, 8)[:, None]

@@ -99,23 +99,21 @@ def _grpc_round_trip(env) -> str:
 
 def _memory_report(env) -> None:
     """Each lesson's predicted peak per device here, and the lessons that would not fit."""
-    from . import lesson_sizes
+    from . import lesson_fit, lesson_sizes
     from .report import format_table
 
-    gpu_mib = lesson_sizes.gpu_memory_mib() if env.plan.kind == "GPU" else None
+    gpu_mib = lesson_fit.gpu_memory_mib() if env.plan.kind == "GPU" else None
     if gpu_mib:
-        shape = lesson_sizes.GpuShape("this machine", env.plan.physical, gpu_mib)
-        fits = [
-            lesson_sizes.fit_on_gpus(lesson, shape, env.scale) for lesson in lesson_sizes.LESSONS
-        ]
+        shape = lesson_fit.GpuShape("this machine", env.plan.physical, gpu_mib)
+        fits = [lesson_fit.fit_on_gpus(lesson, shape, env.scale) for lesson in lesson_sizes.LESSONS]
     else:
-        ram = lesson_sizes.available_ram()
+        ram = lesson_fit.available_ram()
         fits = [
-            lesson_sizes.fit_on_shared_memory(lesson, len(env.devices), ram, env.scale)
+            lesson_fit.fit_on_shared_memory(lesson, len(env.devices), ram, env.scale)
             for lesson in lesson_sizes.LESSONS
         ]
     print(f"info  predicted peak memory per lesson ({env.scale} profile):")
-    print(format_table(lesson_sizes.rows(fits), lesson_sizes.HEADERS))
+    print(format_table(lesson_fit.rows(fits), lesson_fit.HEADERS))
     tight = [f"{f.lesson}" for f in fits if not f.fits]
     if tight:
         print(f"warn  would not fit within {lesson_sizes.FRACTION:.0%} of memory: lessons "

@@ -1,12 +1,10 @@
-"""Each lesson's sizes and the GPUs learners have: does every lesson fit? (issue 13)
+"""Each lesson's sizes, and the peak bytes per device the memory model predicts for them.
 
 The ``gpu`` profile runs wherever a GPU is found (Colab, Kaggle, a cloud box), so its
-sizes are chosen from the memory model (``memory.py``, taught in lesson 00): for every
-lesson and every :data:`SHAPES` entry, the predicted peak per device must stay within
-:data:`FRACTION` of that device's memory (``tests/test_lesson_sizes.py`` checks it, no GPU
-needed). When one GPU is split into a lesson's logical GPUs, each gets the lesson's
-``gpu_memory_mb`` and together they leave 10 % of the card to CUDA and cuDNN.
-``doctor`` prints the same table for the machine it runs on.
+sizes are chosen from the memory model (``memory.py``, taught in lesson 00); ``lesson_fit``
+checks every lesson's predicted peak against the GPUs learners have. When one GPU is split
+into a lesson's logical GPUs, each gets the lesson's ``gpu_memory_mb`` and together they
+leave 10 % of the card to CUDA and cuDNN (``lesson_fit.CARD_SHARE``).
 """
 
 from __future__ import annotations
@@ -14,19 +12,15 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import memory
-from .runtime.devices import DEFAULT_GPU_MEMORY_MB, plan_devices
+from . import memory, transformer_memory
+from .runtime.devices import DEFAULT_GPU_MEMORY_MB
 
 __all__ = [
     "BN_PER_REPLICA_BATCH",
     "FRACTION",
-    "GpuShape",
-    "HEADERS",
     "LESSONS",
     "Lesson",
     "MICRO_BATCHES",
@@ -35,42 +29,18 @@ __all__ = [
     "PIPELINE_IMAGE",
     "PROBE_BATCH",
     "RESNET_IMAGE",
-    "SHAPES",
     "STRONG_GLOBAL_BATCH",
     "TRANSFORMER_SHAPE",
-    "available_ram",
     "by_number",
-    "fit_on_gpus",
-    "fit_on_shared_memory",
-    "gpu_memory_mib",
     "mlp",
     "pipeline_cuts",
     "planner_case",
     "resnet50",
-    "rows",
     "small_convnet",
 ]
 
 _BLOCK_END = re.compile(r"^conv\d+_block\d+_out$")
 FRACTION = 0.7  # of a device's memory a lesson may plan to use at its peak
-CARD_SHARE = 0.9  # of a card the logical GPUs carved from it may take together
-
-
-@dataclass(frozen=True)
-class GpuShape:
-    """A machine learners use: how many GPUs, and MiB per GPU as ``nvidia-smi`` reports."""
-
-    name: str
-    gpus: int
-    memory_mib: int
-
-
-SHAPES = (
-    GpuShape("Colab/Kaggle 1x T4 16 GB", 1, 15_360),
-    GpuShape("Kaggle 2x T4 16 GB", 2, 15_360),
-    GpuShape("1x L4 24 GB", 1, 23_034),
-    GpuShape("8x A100/H100 80 GB", 8, 81_920),
-)
 
 
 @dataclass(frozen=True)
@@ -84,7 +54,7 @@ class Lesson:
     peaks: Callable[[str, int], list[int]]  # (profile, devices) -> bytes per device
 
 
-# Recommended gpu-profile sizes, chosen with ``memory.largest_batch`` (see the report).
+# The gpu-profile sizes: the largest that fit a T4's logical GPUs (lesson_fit checks them).
 RESNET_IMAGE = {"smoke": 32, "cpu": 32, "gpu": 224}  # lesson 04
 PER_REPLICA_BATCH = {"smoke": 16, "cpu": 16, "gpu": 32}  # lesson 04: global = this x N
 BN_PER_REPLICA_BATCH = {"smoke": 16, "cpu": 16, "gpu": 8}  # lesson 04's BatchNorm comparison
@@ -203,8 +173,8 @@ def _lesson06(profile: str, n: int) -> list[int]:
 
 def _lesson08(profile: str, n: int) -> list[int]:
     """One training step of the measured Transformer (section 1), were it run on a device."""
-    shape = memory.TransformerShape(**TRANSFORMER_SHAPE[profile])
-    return [memory.transformer(shape, PROBE_BATCH, "adam").total] * n
+    shape = transformer_memory.TransformerShape(**TRANSFORMER_SHAPE[profile])
+    return [transformer_memory.transformer(shape, PROBE_BATCH, "adam").total] * n
 
 
 LESSONS = (
@@ -260,75 +230,6 @@ def planner_case(number: str) -> PlannerCase:
     return PlannerCase("05", "dp1 zero0 tp1 pp2", model, mem, batch, "momentum", limit, need)
 
 
-@dataclass(frozen=True)
-class Fit:
-    """One lesson on one machine: bytes per device predicted and available."""
-
-    lesson: str
-    machine: str
-    devices: int
-    peak: int  # the largest predicted peak over the lesson's devices
-    limit: int  # bytes per device
-    card_ok: bool  # the logical GPUs carved from one card leave it room
-
-    @property
-    def share(self) -> float:
-        return self.peak / self.limit
-
-    @property
-    def fits(self) -> bool:
-        return self.card_ok and self.share <= FRACTION
-
-
-def fit_on_gpus(lesson: Lesson, shape: GpuShape, profile: str = "gpu") -> Fit:
-    """How ``lesson`` lays out on ``shape`` (as ``setup_course`` would) and whether it fits."""
-    plan = plan_devices(lesson.devices, shape.gpus)
-    if plan.simulated:
-        limit_mib = lesson.gpu_memory_mb
-        card_ok = plan.per_physical * limit_mib <= CARD_SHARE * shape.memory_mib
-    else:
-        limit_mib, card_ok = shape.memory_mib, True
-    peak = max(lesson.peaks(profile, plan.total))
-    return Fit(lesson.number, shape.name, plan.total, peak, limit_mib * memory.MiB, card_ok)
-
-
-def fit_on_shared_memory(lesson: Lesson, devices: int, available: int, profile: str) -> Fit:
-    """Logical CPUs share one memory: the lesson fits when all its devices' peaks do."""
-    peaks = lesson.peaks(profile, lesson.devices or devices)
-    return Fit(lesson.number, "RAM, all devices together", len(peaks), sum(peaks), available, True)
-
-
-def rows(fits: list[Fit]) -> list[tuple]:
-    """Rows for a table with :data:`HEADERS`."""
-    return [
-        (f.lesson, f.machine, f.devices, f"{f.peak / memory.MiB:,.0f}",
-         f"{f.limit / memory.MiB:,.0f}", f"{100 * f.share:.0f} %",
-         "yes" if f.fits else "NO" + ("" if f.card_ok else " (card over-split)"))
-        for f in fits
-    ]  # fmt: skip
-
-
-HEADERS = ("lesson", "machine", "devices", "peak MiB/device", "limit MiB", "share", "fits")
-
-
 def by_number(number: str) -> Lesson:
     """The :data:`LESSONS` entry of lesson ``number`` ("04")."""
     return next(item for item in LESSONS if item.number == number)
-
-
-def gpu_memory_mib() -> int | None:
-    """MiB of the first GPU as nvidia-smi reports it (None without nvidia-smi)."""
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return None
-    query = [smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits"]
-    done = subprocess.run(query, capture_output=True, text=True, timeout=30)
-    lines = done.stdout.split()
-    return int(lines[0]) if done.returncode == 0 and lines else None
-
-
-def available_ram() -> int:
-    """Bytes of memory available to new work (psutil: Linux's MemAvailable, macOS, Windows)."""
-    import psutil
-
-    return psutil.virtual_memory().available

@@ -40,7 +40,7 @@ class Timing:
 
 def time_steps(step, steps: int, warmup: int = 1) -> Timing:
     """Call ``step()`` ``warmup`` times untimed, then ``steps`` times, timing each call."""
-    validate.whole_number("steps", steps, minimum=1)
+    validate.counts(steps=steps)
     validate.whole_number("warmup", warmup, minimum=0)
     for _ in range(warmup):
         _block(step())
@@ -60,8 +60,7 @@ def ring_allreduce_bytes(size_bytes: float, n: int) -> float:
 
 def pipeline_bubble(stages: int, micro_batches: int) -> float:
     """Idle fraction of a GPipe-style pipeline: (K-1)/(M+K-1)."""
-    validate.whole_number("stages", stages, minimum=1)
-    validate.whole_number("micro_batches", micro_batches, minimum=1)
+    validate.counts(stages=stages, micro_batches=micro_batches)
     return (stages - 1) / (micro_batches + stages - 1)
 
 

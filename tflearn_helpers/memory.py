@@ -15,15 +15,10 @@ A training step keeps on the device that runs it:
   precision computes with;
 - **inputs**: the batch itself.
 
-``profile(model)`` reads a Keras functional (or Sequential) model's variables and layer
-outputs once; ``one_device``, ``mirrored``, ``pipeline`` and ``parameter_server`` turn it
-into a :class:`Footprint` per device. ``benchmarks/memory_vs_model.py`` and lesson 00 check
-the prediction against TensorFlow's allocator (``tf.config.experimental.get_memory_info``).
-
-Lesson 08's Transformer is counted from its shape instead (:class:`TransformerShape`,
-:func:`transformer`): attention keeps tensors inside one Keras layer (the score matrix) that
-``profile`` cannot see. ``transformer`` also counts activation recomputation, ZeRO stages 1-3
-and tensor parallelism (``benchmarks/sharding_memory.py`` checks it against measured peaks).
+``profile(model)`` reads a Keras model's variables and layer outputs once; ``one_device``,
+``mirrored``, ``pipeline`` and ``parameter_server`` turn it into a :class:`Footprint` per
+device, checked against TensorFlow's allocator by lesson 00 and
+``benchmarks/memory_vs_model.py``. Lesson 08's Transformer: ``transformer_memory``.
 """
 
 from __future__ import annotations
@@ -37,16 +32,13 @@ __all__ = [
     "MiB",
     "ModelMemory",
     "SCHEDULES",
-    "TransformerShape",
     "dtype_bytes",
-    "largest_batch",
     "mirrored",
     "one_device",
     "parameter_server",
     "pipeline",
     "profile",
     "slots",
-    "transformer",
 ]
 
 MiB = 2**20
@@ -67,13 +59,6 @@ _UPCAST_TO_FLOAT32 = {"BatchNormalization"}
 # Layers whose backward pass is elementwise: TensorFlow writes the input's gradient into the
 # buffer of the output's (buffer forwarding), so one gradient is alive through them, not two.
 _ELEMENTWISE = {"BatchNormalization", "ReLU", "Activation", "Add", "Rescaling", "Dropout"}
-# A pre-LayerNorm Transformer block keeps, per token, float32 vectors of the width D: each
-# LayerNorm its input, two internals (x - mean and 1/std * gamma) and its output (4 + 4);
-# attention q, k, v, the scaled q and the context (5); the MLP its 4D hidden layer before and
-# after GELU (8). Of those, attention's 5 and the MLP's 8 split over tensor-parallel devices.
-# Per head it keeps the score matrix twice (softmax's output, and the copy the second einsum
-# transposes), and its backward holds one more T x T gradient per head at a time.
-_BLOCK_REPLICATED, _BLOCK_SPLIT, _ATTENTION_SPLIT, _SCORES, _SCORE_GRADIENTS = 8, 13, 5, 2, 1
 
 
 @dataclass(frozen=True)
@@ -173,71 +158,6 @@ class Footprint:
         return [(p, f"{getattr(self, p) / MiB:,.1f}") for p in parts]
 
 
-@dataclass(frozen=True)
-class TransformerShape:
-    """Lesson 08's model: token embedding, pre-LayerNorm blocks (attention, 4x MLP), head."""
-
-    vocab: int
-    seq: int
-    width: int
-    heads: int
-    blocks: int
-
-    def __post_init__(self):
-        _check_positive(**vars(self))
-        if self.width % self.heads:
-            raise ValueError(f"width {self.width} does not split into {self.heads} heads")
-
-    @property
-    def block_parameters(self) -> int:
-        d = self.width  # two LayerNorms, q/k/v/output projections, MLP up and down
-        return 4 * d + 4 * (d * d + d) + (d * 4 * d + 4 * d) + (4 * d * d + d)
-
-    @property
-    def parameters(self) -> int:
-        d, v = self.width, self.vocab
-        return v * d + self.blocks * self.block_parameters + 2 * d + d * v + v
-
-
-def transformer(
-    shape: TransformerShape,
-    batch: int,
-    optimizer: str = "adam",
-    recompute: bool = False,
-    replicas: int = 1,
-    zero: int = 0,
-    tensor_parallel: int = 1,
-) -> Footprint:
-    """Bytes one device holds training ``shape`` (float32) on ``batch`` examples per replica.
-
-    ``recompute``: each block keeps only its input (``tf.recompute_grad``) and recomputes
-    the rest in its backward pass, where the peak is its attention part. ``zero`` (stage
-    1/2/3 over ``replicas``): optimizer state / gradients / parameters held 1/N each.
-    ``tensor_parallel``: blocks' matrices and heads split over that many devices.
-    """
-    _check_positive(batch=batch, replicas=replicas, tensor_parallel=tensor_parallel)
-    if zero not in (0, 1, 2, 3):
-        raise ValueError(f"zero is a ZeRO stage, 0 (plain data parallel) to 3, got {zero!r}")
-    if shape.heads % tensor_parallel:
-        raise ValueError(f"{shape.heads} heads do not split over {tensor_parallel} devices")
-    t, vec, scores = tensor_parallel, shape.seq * shape.width, shape.heads * shape.seq**2
-    rest = shape.parameters - shape.blocks * shape.block_parameters
-    params = rest + shape.blocks * shape.block_parameters // t
-    block = _BLOCK_REPLICATED * vec + (_BLOCK_SPLIT * vec + _SCORES * scores) // t
-    attention = (_BLOCK_REPLICATED // 2) * vec + (_ATTENTION_SPLIT * vec + _SCORES * scores) // t
-    kept = shape.blocks * vec + attention if recompute else shape.blocks * block
-    kept += 4 * vec + 2 * shape.seq * shape.vocab  # final LayerNorm; logits and softmax
-    backward = _SCORE_GRADIENTS * scores // t + 8 * vec // t
-    share = [1 if zero < stage else replicas for stage in (3, 2, 1)]
-    return Footprint(
-        parameters=4 * -(-params // share[0]),
-        gradients=4 * -(-params // share[1]),
-        optimizer=4 * slots(optimizer) * -(-params // share[2]),
-        activations=4 * batch * (kept + backward),
-        inputs=4 * batch * shape.seq,
-    )
-
-
 def dtype_bytes(dtype) -> int:
     """Bytes per element of a dtype given by name or as a TF/NumPy/Keras dtype."""
     name = getattr(dtype, "name", str(dtype)).split(".")[-1]
@@ -279,7 +199,7 @@ def one_device(
 ) -> Footprint:
     """One device holding the whole model and ``batch`` examples (``examples_kept`` of
     them with activations alive, default all)."""
-    _check_positive(batch=batch)
+    validate.counts(batch=batch)
     kept = batch if examples_kept is None else examples_kept
     return Footprint(
         parameters=mem.parameter_bytes,
@@ -295,7 +215,7 @@ def one_device(
 def mirrored(mem: ModelMemory, global_batch: int, replicas: int, optimizer="adam") -> Footprint:
     """Each MirroredStrategy replica: a full copy of the model and optimizer state, and
     ``global_batch / replicas`` examples."""
-    _check_positive(global_batch=global_batch, replicas=replicas)
+    validate.counts(global_batch=global_batch, replicas=replicas)
     if global_batch % replicas:
         raise ValueError(f"global batch {global_batch} does not split over {replicas} replicas")
     return one_device(mem, global_batch // replicas, optimizer)
@@ -312,7 +232,7 @@ def pipeline(
     """Each stage of a model split after ``cuts`` (``micro_batches=1``: plain model
     parallelism). GPipe runs every forward first, so a stage keeps all M micro-batches'
     activations; 1F1B starts backwards early, so stage s (of K) keeps at most K - s."""
-    _check_positive(batch=batch, micro_batches=micro_batches)
+    validate.counts(batch=batch, micro_batches=micro_batches)
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     if batch % micro_batches:
@@ -333,7 +253,7 @@ def parameter_server(
     """Each ps task (whole variables dealt round-robin, as ``replica_device_setter`` and
     ParameterServerStrategy without a partitioner do; the optimizer update and its slots
     live with the variable) and each worker (reads every variable, computes gradients)."""
-    _check_positive(ps_tasks=ps_tasks, worker_batch=worker_batch)
+    validate.counts(ps_tasks=ps_tasks, worker_batch=worker_batch)
     shards = [[] for _ in range(ps_tasks)]
     for i, variable in enumerate(mem.variable_sizes):
         shards[i % ps_tasks].append(variable)
@@ -343,8 +263,7 @@ def parameter_server(
         result[f"ps:{task}"] = Footprint(
             sum(size for size, _ in shard), trainable, slots(optimizer) * trainable, 0, 0
         )
-    work = one_device(mem, worker_batch, "sgd")
-    result["worker"] = work
+    result["worker"] = one_device(mem, worker_batch, "sgd")
     return result
 
 
@@ -353,17 +272,6 @@ def slots(optimizer: str) -> int:
     if optimizer.lower() not in SLOTS:
         raise ValueError(f"unknown optimizer {optimizer!r}; known: {sorted(SLOTS)}")
     return SLOTS[optimizer.lower()]
-
-
-def largest_batch(peak_of, limit_bytes: int, fraction: float = 0.7, multiple: int = 8) -> int:
-    """The largest multiple of ``multiple`` whose ``peak_of(batch)`` bytes are at most
-    ``fraction`` of ``limit_bytes`` (0 if not even ``multiple`` fits)."""
-    if not 0 < fraction <= 1:
-        raise ValueError(f"fraction must be in (0, 1], got {fraction}")
-    budget, batch = fraction * limit_bytes, 0
-    while peak_of(batch + multiple) <= budget and batch < 1 << 16:
-        batch += multiple
-    return batch
 
 
 def _variable_sizes(layer) -> tuple[tuple[int, bool], ...]:
@@ -388,8 +296,3 @@ def _count(shape) -> int:
     for d in shape:
         size *= int(d)
     return size
-
-
-def _check_positive(**values) -> None:
-    for name, value in values.items():
-        validate.whole_number(name, value, minimum=1)

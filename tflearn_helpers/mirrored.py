@@ -76,7 +76,7 @@ def make_train_step(strategy, model, optimizer, global_batch, loss_scaling="glob
 
     if loss_scaling not in LOSS_SCALINGS:
         raise ValueError(f"loss_scaling must be one of {LOSS_SCALINGS}, got {loss_scaling!r}")
-    validate.whole_number("global_batch", global_batch, minimum=1)
+    validate.counts(global_batch=global_batch)
     if global_batch < strategy.num_replicas_in_sync:
         raise ValueError(
             f"global_batch={global_batch} gives some of the "

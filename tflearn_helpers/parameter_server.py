@@ -24,8 +24,7 @@ def measure_workers(spec, n, *, steps, work):
     """
     _check_cluster(spec)
     validate.whole_number("n", n, minimum=1, maximum=len(spec["worker"]))
-    validate.whole_number("steps", steps, minimum=1)
-    validate.whole_number("work", work, minimum=1)
+    validate.counts(steps=steps, work=work)
     import tensorflow as tf
 
     chief = [f"localhost:{portpicker.pick_unused_port()}"]  # a fresh chief port for each connection

@@ -5,7 +5,14 @@ from __future__ import annotations
 import numbers
 import re
 
-__all__ = ["WholeNumberError", "container_command", "dns_label", "is_whole_number", "whole_number"]
+__all__ = [
+    "WholeNumberError",
+    "container_command",
+    "counts",
+    "dns_label",
+    "is_whole_number",
+    "whole_number",
+]
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -36,6 +43,12 @@ def whole_number(
     else:
         wanted = "a whole number"
     raise WholeNumberError(f"{name} must be {wanted}, got {value!r}")
+
+
+def counts(**values) -> None:
+    """Check that every keyword's value is a whole number >= 1 (a batch, a device count)."""
+    for name, value in values.items():
+        whole_number(name, value, minimum=1)
 
 
 def dns_label(name) -> str:

@@ -215,7 +215,7 @@ def _mount(pod, container, claim, mount) -> None:
 def worker_addresses(name: str, workers: int, port: int = 2222, host_format: str = "") -> list:
     """Stable DNS names of an Indexed Job's pods behind a headless Service of the same name."""
     validate.dns_label(name)
-    validate.whole_number("workers", workers, minimum=1)
+    validate.counts(workers=workers)
     if not 0 < int(port) < 65536:
         raise ValueError(f"port must be 1..65535, got {port!r}")
     pattern = host_format or "{name}-{i}.{name}"

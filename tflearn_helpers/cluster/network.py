@@ -214,7 +214,7 @@ class Network:
     def cluster(self, workers: int, *, ports: list[int] | None = None, **options) -> LocalCluster:
         """A LocalCluster of ``workers`` tasks that start inside the namespace, one core each
         when this process has that many cores (``options`` go to LocalCluster)."""
-        validate.whole_number("workers", workers, minimum=1)
+        validate.counts(workers=workers)
         if ports is None:
             spec = local_cluster_spec(workers=workers)
         elif len(ports) < workers:
