@@ -18,7 +18,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import leftovers  # tools/leftovers.py, beside this file
+import leftovers  # tools/leftovers.py and tools/nbtools.py, beside this file
+import nbtools
 
 __all__ = ["longest_first", "run", "run_in_own_runner"]
 
@@ -36,7 +37,8 @@ def run_in_own_runner(
     cmd += ["--only", path.name, "--out", str(out), "--cell-timeout", str(cell_timeout)]
     env = {k: v for k, v in os.environ.items() if k != leftovers.TAG_ENV}  # its own tag
     if deadline is None:
-        deadline = cell_timeout * len(_code_cells(path)) + 120
+        code_cells = [c for c in nbtools.read(path).cells if c.cell_type == "code"]
+        deadline = cell_timeout * len(code_cells) + 120
     out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     with open(out / "runner.log", "w") as log:
@@ -68,9 +70,7 @@ def run(paths: list[Path], out_dir: Path, root: Path, timeout, jobs) -> list[dic
         result = run_in_own_runner(path, where, root, timeout)
         target = out_dir / path.parent.name
         target.mkdir(parents=True, exist_ok=True)
-        for f in (
-            (where / path.parent.name).glob("*") if (where / path.parent.name).is_dir() else ()
-        ):
+        for f in (where / path.parent.name).glob("*"):  # none when the runner died early
             shutil.move(str(f), str(target / f.name))
         shutil.move(str(where / "runner.log"), str(target / f"{path.stem}.runner.log"))
         shutil.rmtree(where, ignore_errors=True)
@@ -91,9 +91,3 @@ def longest_first(paths: list[Path], last_summary: Path) -> list[Path]:
     runs = json.loads(last_summary.read_text()) if last_summary.exists() else []
     took = {r["notebook"]: r["seconds"] for r in runs}
     return sorted(paths, key=lambda p: -took.get(f"{p.parent.name}/{p.name}", 0.0))
-
-
-def _code_cells(path: Path) -> list:
-    import nbformat
-
-    return [c for c in nbformat.read(str(path), as_version=4).cells if c.cell_type == "code"]
