@@ -36,11 +36,11 @@ CASES = [
 def predicted(model: str, image: int, batch: int, policy: str) -> memory.Footprint:
     import keras
 
-    from tflearn_helpers import cpu_speed
+    from tflearn_helpers import models
 
     keras.mixed_precision.set_global_policy(policy)
     try:
-        return memory.one_device(memory.profile(cpu_speed.build_model(model, image)), batch, "adam")
+        return memory.one_device(memory.profile(models.named(model, image)), batch, "adam")
     finally:
         keras.mixed_precision.set_global_policy("float32")
 

@@ -36,14 +36,14 @@ def child(n: int, args) -> dict:
 
     tf.get_logger().setLevel("ERROR")  # a new tf.function per all-reduce timing: retracing notes
 
-    from tflearn_helpers import allreduce, mirrored, resnet
+    from tflearn_helpers import allreduce, mirrored, models
 
     blocks = tuple(int(b) for b in args.blocks.split(","))
     x = tf.random.uniform((args.batch, args.image, args.image, 3))
     y = tf.random.uniform((args.batch,), maxval=10, dtype=tf.int32)
     strategy = tf.distribute.get_strategy() if n == 1 else course.mirrored_strategy(n)
     with strategy.scope():
-        model = resnet.resnet(blocks, (args.image, args.image, 3), classes=10)
+        model = models.resnet(blocks, (args.image, args.image, 3), classes=10)
         optimizer = keras.optimizers.SGD(0.01, momentum=0.9)
         optimizer.build(model.trainable_variables)
     step = mirrored.make_train_step(strategy, model, optimizer, args.batch)

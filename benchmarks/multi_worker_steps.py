@@ -1,9 +1,9 @@
 """Multi-worker step time with 1, 2 and 3 worker processes, side by side in one run (lesson 06).
 
-Each size runs ``scripts/multi_worker_train.py --loop custom`` (in tflearn_helpers) in N
-processes on this machine (MultiWorkerMirroredStrategy, one TF_CONFIG each), one size after
-the other, with the same per-worker batch (so the global batch grows with N, as when
-adding machines).
+Each size runs lesson 06's worker program (``scripts/multi_worker_train.py`` in
+tflearn_helpers, its custom loop) in N processes on this machine (MultiWorkerMirroredStrategy,
+one TF_CONFIG each), one size after the other, with the same per-worker batch (so the
+global batch grows with N, as when adding machines).
 It prints the median step time of each size and its ratio to one worker.
 
 The workers run on the CPU (processes sharing one GPU would compete for its memory, and
@@ -11,7 +11,7 @@ NCCL refuses two ranks on one GPU). On one machine all processes share its cores
 ratio shows the price of the collective all-reduce and of the shared CPU, not a cluster's
 speed-up.
 
-  python benchmarks/multi_worker_steps.py [--workers 1,2,3] [--steps 30] [--hidden 64]
+  python benchmarks/multi_worker_steps.py [--workers 1,2,3] [--steps 30]
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from tflearn_helpers import cluster, multi_worker, report, scripts  # noqa: E402
 def step_seconds(workers: int, args) -> float:
     """Median step time of worker 0 in a job of ``workers`` processes."""
     out = Path(tempfile.mkdtemp(prefix=f"mw-bench-{workers}-"))
-    flags = ["--loop", "custom", "--out", out, "--epochs", 1, "--steps-per-epoch", args.steps]
-    flags += ["--global-batch", args.per_worker_batch * workers, "--hidden", args.hidden]
+    flags = ["--out", out, "--steps", args.steps, "--save-every", args.steps + 1]  # no saving
+    flags += ["--global-batch", args.per_worker_batch * workers]
     spec = cluster.local_cluster_spec(workers=workers)
     with cluster.LocalCluster(spec, env={"CUDA_VISIBLE_DEVICES": "-1"}) as job:
         job.start(scripts.path("multi_worker_train.py"), flags)
@@ -47,7 +47,6 @@ def main(argv=None) -> int:
     p.add_argument("--workers", default="1,2,3", help="comma list of process counts")
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--per-worker-batch", type=int, default=32)
-    p.add_argument("--hidden", type=int, default=64, help="hidden layer width (model size)")
     p.add_argument("--timeout", type=float, default=300, help="seconds per job before failing")
     args = p.parse_args(argv)
     try:

@@ -8,6 +8,7 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import course  # noqa: E402
+import nbtools  # noqa: E402
 import side_by_side  # noqa: E402
 
 
@@ -136,8 +137,15 @@ def test_two_at_a_time_each_in_its_own_runner(tmp_path, capsys):
 def test_the_longest_notebook_of_the_last_run_starts_first(tmp_path):
     paths = [tmp_path / "notebooks" / f"{n}.ipynb" for n in ("00_a", "01_b", "02_new", "03_c")]
     last = tmp_path / "summary.json"
-    assert side_by_side.longest_first(paths, last) == paths  # no last run: the course's order
+    assert side_by_side.longest_first(paths, last) == paths  # none of them measured: in order
     took = {"00_a": 5.0, "01_b": 60.0, "03_c": 20.0}
     last.write_text(json.dumps([{"notebook": f"notebooks/{n}.ipynb", "seconds": s}
                                 for n, s in took.items()]))  # fmt: skip
     assert side_by_side.longest_first(paths, last) == [paths[1], paths[3], paths[0], paths[2]]
+
+
+def test_a_first_run_starts_with_the_lessons_measured_longest(tmp_path):
+    lessons = sorted((nbtools.ROOT / "notebooks").glob("[0-9]*.ipynb"))
+    assert {f"notebooks/{p.name}" for p in lessons} == set(side_by_side.FIRST_RUN_SECONDS)
+    order = side_by_side.longest_first(lessons, tmp_path / "no-summary.json")
+    assert order[0].name.startswith("04_") and order[-1].name.startswith("08_")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tflearn_helpers import datasets
+from tflearn_helpers import datasets, models
 
 
 def test_teacher_classes_are_reproducible_and_learnable():
@@ -30,7 +30,7 @@ def test_regression_batches_rejects_bad_batches(batch):
 def test_regression_batches_model_and_fixed_batch_shapes():
     x, y = next(iter(datasets.regression_batches(4)))
     assert tuple(x.shape) == (4, 8) and tuple(y.shape) == (4, 1)
-    assert tuple(datasets.regression_model()(x).shape) == (4, 1)
+    assert tuple(models.regression_model()(x).shape) == (4, 1)
     first = [
         b[0].numpy() for b in datasets.fixed_regression_batch(3, 16, seed=0, pipeline=1).take(2)
     ]

@@ -147,10 +147,10 @@ def test_cpu_allocator_stats_need_bfc_or_onednn():
 
 
 def test_model_is_within_30_percent_of_a_measured_compiled_step():
-    from tflearn_helpers.cpu_speed import build_model
+    from tflearn_helpers.models import small_cnn
 
     probe = result(measure(32, "small", 32, steps=1, timeout=300))
-    guess = memory.one_device(memory.profile(build_model("small", 32)), 32, "adam").total
+    guess = memory.one_device(memory.profile(small_cnn(32)), 32, "adam").total
     assert probe.peak and abs(guess / probe.peak - 1) <= 0.3, (guess, probe.peak)
 
 
@@ -174,9 +174,9 @@ def test_sweep_has_one_deadline_and_reports_what_it_could_not_measure():
     # a batch of 10**8 would take hours: predicted from the first round, never started
     rows = sweep([("float32", 4)] * 2 + [("float32", 10**8)], 300, "small", 16, cores=[None, None])
     assert [r.status for r in rows[:2]] == ["measured", "measured"] and rows[0].probe.peak > 0
-    from tflearn_helpers import cpu_speed  # the child reports the model's view of its network
+    from tflearn_helpers import models  # the child reports the model's view of its network
 
-    small = memory.profile(cpu_speed.build_model("small", 16))
+    small = memory.profile(models.small_cnn(16))
     assert rows[0].probe.predicted == memory.one_device(small, 4, "adam")
     assert rows[2].status.startswith("skipped (predicted") and rows[2].probe is None
 

@@ -51,34 +51,32 @@ def test_the_readers_are_the_code_lesson_06_writes():
     assert taught.differs_from_taught(mirrored.max_abs_difference, LESSON_06) is None
 
 
-def load_training_script():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "multi_worker_train", scripts.path("multi_worker_train.py")
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # TensorFlow is imported only inside main()
-    return module
-
-
-def test_training_script_flags_and_bad_input(capsys):
-    script = load_training_script()
-    args = script.parse_args(["--out", "x", "--loop", "custom,fit", "--save-freq", "3"])
-    assert args.loops == ["custom", "fit"] and args.save_freq == 3
-    for bad in (["--out", "x", "--loop", "keras"], ["--out", "x", "--epochs", "0"], []):
-        with pytest.raises(SystemExit):
-            script.parse_args(bad)
-    assert "--loop takes fit and/or custom" in capsys.readouterr().err
-
-
-def lesson06_worker(tmp_path) -> Path:
-    """Lesson 06's worker program, written from its %%writefile cell."""
+def lesson06_program() -> str:
+    """The body of lesson 06's %%writefile cell: its worker program."""
     cells = [c.source for c in nbtools.read(LESSON_06).cells if c.cell_type == "code"]
     program = next(s for s in cells if nbtools.is_program(s) and "Strategy(" in s)
-    path = tmp_path / "worker.py"
-    path.write_text(nbtools.python_of(program))
-    return path
+    return program.split("\n", 1)[1].rstrip("\n") + "\n"
+
+
+def test_the_package_worker_is_lesson_06s_program():
+    """One worker program: exercise 06 and the benchmark run the lesson's own code."""
+    shipped = scripts.path("multi_worker_train.py").read_text()
+    assert shipped == lesson06_program(), (
+        "tflearn_helpers/scripts/multi_worker_train.py differs from lesson 06's %%writefile "
+        "cell: edit the lesson's cell, then copy its body (all but the first line) to the file"
+    )
+
+
+def test_the_worker_refuses_an_unknown_loop():
+    import subprocess
+
+    run = subprocess.run(
+        [sys.executable, scripts.path("multi_worker_train.py"), "--out", ".", "--loop", "keras"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2 and "invalid choice: 'keras'" in run.stderr
 
 
 def test_a_chief_stalled_at_the_barrier_is_not_declared_dead(tmp_path):
@@ -90,7 +88,7 @@ def test_a_chief_stalled_at_the_barrier_is_not_declared_dead(tmp_path):
     spec = cluster.local_cluster_spec(workers=2)
     args = ["--out", tmp_path, "--steps", 3, "--save-every", 3, "--collective-timeout", 30]
     with cluster.LocalCluster(spec, env={"CUDA_VISIBLE_DEVICES": "-1"}) as job:
-        worker = lesson06_worker(tmp_path)
+        worker = scripts.path("multi_worker_train.py")
         job.start(worker, args, tasks=[("worker", 0)])
         cluster.processes.wait_until(
             lambda: "waiting for every worker" in job.logs("worker", 0),

@@ -260,7 +260,7 @@ def test_the_notebook_rule_catches_every_other_form(tmp_path):
         "from tflearn_helpers import mirrored as dp",
         "from tflearn_helpers.runtime.devices import DevicesAlreadyInitializedError",
         "import tflearn_helpers",
-        "from tflearn_helpers.resnet import resnet",
+        "from tflearn_helpers.models import resnet",
     ]
     cells = [
         {"cell_type": "code", "source": fine + "\n".join(bad[:3])},

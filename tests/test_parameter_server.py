@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tflearn_helpers import datasets, parameter_server
+from tflearn_helpers import datasets, models, parameter_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import nbtools  # noqa: E402
@@ -46,7 +46,7 @@ def test_measure_workers_rejects_bad_sizes(n, kwargs, name):
 # -- one source: the package's copies of code lesson 02 teaches ------------------------------
 @pytest.mark.parametrize(
     "helper",
-    [parameter_server.measure_workers, datasets.regression_batches, datasets.regression_model],
+    [parameter_server.measure_workers, datasets.regression_batches, models.regression_model],
 )
 def test_helpers_are_the_code_lesson_02_teaches(helper):
     assert taught.differs_from_taught(helper, LESSON_02) is None, "change both, or neither"

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 from .cluster import events, processes
 from .measure import Timing, time_steps
+from .models import named
 
-__all__ = ["Run", "build_model", "compare", "main"]
+__all__ = ["Run", "compare", "main"]
 
 SETTINGS = {"course": "1", "tensorflow default": None, "off": "0"}
 ONEDNN_BANNER = "oneDNN custom operations are on"
@@ -30,34 +31,12 @@ class Run:
     onednn: bool
 
 
-def build_model(name: str, image_size: int, classes: int = 10):
-    """ResNet-50 (Keras applications, random weights) or a small 3-block CNN."""
-    import keras
-
-    if name == "resnet50":
-        return keras.applications.ResNet50(
-            weights=None, input_shape=(image_size, image_size, 3), classes=classes
-        )
-    if name != "small":
-        raise ValueError(f"model must be 'resnet50' or 'small', got {name!r}")
-    layers = [keras.Input((image_size, image_size, 3))]
-    for filters in (32, 64, 128):
-        layers += [
-            keras.layers.Conv2D(filters, 3, padding="same", use_bias=False),
-            keras.layers.BatchNormalization(),
-            keras.layers.ReLU(),
-            keras.layers.MaxPooling2D(),
-        ]
-    layers += [keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(classes)]
-    return keras.Sequential(layers)
-
-
 def time_training_steps(model: str, image_size: int, batch: int, steps: int) -> Timing:
     """Seconds per training step (after one untimed warm-up step) in this process."""
     import keras
     import numpy as np
 
-    net = build_model(model, image_size)
+    net = named(model, image_size)
     net.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(True))
     rng = np.random.default_rng(0)
     x = rng.random((batch, image_size, image_size, 3), dtype=np.float32)

@@ -26,7 +26,6 @@ __all__ = [
     "generated_images",
     "reachable",
     "regression_batches",
-    "regression_model",
     "teacher_classes",
     "teacher_data",
     "training_images",
@@ -206,22 +205,6 @@ def regression_batches(batch: int, *, seed: int = 0, repeat: bool = True):
     y = x @ true_w + 0.1 * tf.random.stateless_normal([1024, 1], seed=[seed, 2])
     data = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1024, seed=seed)
     return (data.repeat() if repeat else data).batch(batch, drop_remainder=True)
-
-
-def regression_model():
-    """A small MLP for :func:`regression_batches` (``tf.keras``: tf_keras when chosen).
-
-    Lesson 02 defines it; tests/test_parameter_server.py checks this is the lesson's code.
-    """
-    import tensorflow as tf
-
-    return tf.keras.Sequential(
-        [
-            tf.keras.Input(shape=(8,)),
-            tf.keras.layers.Dense(32, activation="relu"),
-            tf.keras.layers.Dense(1),
-        ]
-    )
 
 
 def fixed_regression_batch(batch: int, features: int, *, seed: int, pipeline: int):

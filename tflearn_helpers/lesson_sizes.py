@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import memory, transformer_memory
+from . import memory, models, transformer_memory
 from .runtime.devices import DEFAULT_GPU_MEMORY_MB
 
 __all__ = [
@@ -36,7 +36,6 @@ __all__ = [
     "pipeline_cuts",
     "planner_case",
     "resnet50",
-    "small_convnet",
 ]
 
 _BLOCK_END = re.compile(r"^conv\d+_block\d+_out$")
@@ -73,40 +72,20 @@ PROBE_BATCH = 8  # lesson 08's batch for that measurement
 
 @functools.cache
 def resnet50(image: int, policy: str = "float32") -> memory.ModelMemory:
-    """The memory profile of Keras' ResNet-50 at ``image`` pixels, 10 classes."""
+    """The memory profile of ResNet-50 (``models.resnet``) at ``image`` pixels, 10 classes."""
     import keras
 
     keras.mixed_precision.set_global_policy(policy)
     try:
-        model = keras.applications.ResNet50(weights=None, input_shape=(image, image, 3), classes=10)
-        return memory.profile(model)
+        return memory.profile(models.resnet(models.RESNET50_BLOCKS, (image, image, 3), 10))
     finally:
         keras.mixed_precision.set_global_policy("float32")
 
 
 @functools.cache
 def mlp(features: int, hidden: int, outputs: int) -> memory.ModelMemory:
-    """The memory profile of a one-hidden-layer perceptron (lessons 01-03, 06)."""
-    import keras
-
-    model = keras.Sequential(
-        [keras.Input((features,)), keras.layers.Dense(hidden, activation="relu"),
-         keras.layers.Dense(outputs)]
-    )  # fmt: skip
-    return memory.profile(model)
-
-
-@functools.cache
-def small_convnet(image: int, policy: str = "float32") -> memory.ModelMemory:
-    """Lesson 04's mixed-precision demonstration net: three 32-filter convolutions."""
-    import keras
-
-    inputs = keras.Input((image, image, 3))
-    x = inputs
-    for _ in range(3):
-        x = keras.layers.Conv2D(32, 3, padding="same", activation="relu", dtype=policy)(x)
-    x = keras.layers.GlobalAveragePooling2D(dtype=policy)(x)
-    return memory.profile(keras.Model(inputs, keras.layers.Dense(10, dtype="float32")(x)))
+    """The memory profile of ``models.mlp`` (lessons 01-03, 06)."""
+    return memory.profile(models.mlp(features, hidden, outputs))
 
 
 def pipeline_cuts(mem: memory.ModelMemory, stages: int) -> list[str]:
@@ -147,10 +126,10 @@ def _lesson04(profile: str, n: int) -> list[int]:
     steps = [
         memory.mirrored(mem, per_replica * n, n, "adam"),  # section 3: training
         memory.one_device(mem, BN_PER_REPLICA_BATCH[profile] * n, "sgd"),  # 4: 1-device grads
-        memory.one_device(small_convnet(RESNET_IMAGE[profile]), per_replica, "sgd"),  # 5
         memory.one_device(mem, STRONG_GLOBAL_BATCH[profile], "momentum"),  # 7: strong, 1 device
         memory.mirrored(mem, per_replica * n, n, "momentum"),  # 7: weak scaling, N devices
     ]
+    # section 5's mixed-precision net (8x8 inputs, three convolutions) needs a few KiB: left out
     # alive meanwhile: section 3's ResNet and Adam's two slots, section 4's three copies
     kept = 6 * mem.parameter_bytes
     return [kept + max(step.total for step in steps)] * n

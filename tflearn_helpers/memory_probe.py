@@ -56,15 +56,15 @@ def run_here(model: str, image_size: int, batch: int, policy: str, optimizer: st
     import keras
     import tensorflow as tf
 
-    from .cpu_speed import build_model
     from .measure import time_steps
+    from .models import named
 
     keras.mixed_precision.set_global_policy(policy)
-    net = build_model(model, image_size)
+    net = named(model, image_size)
     predicted = memory.one_device(memory.profile(net), batch, optimizer)  # shapes only
     opt = keras.optimizers.get(optimizer)
     opt.build(net.trainable_variables)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=model == "small")
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     x = tf.random.uniform((batch, image_size, image_size, 3))
     y = tf.zeros((batch,), tf.int32)
 

@@ -86,8 +86,26 @@ def run(paths: list[Path], out_dir: Path, root: Path, timeout, jobs) -> list[dic
     return [by_path[p] for p in paths]  # in the course's order
 
 
+# Seconds per lesson at the cpu profile, two at a time (docs/MEASURED.md, 2026-12-02, 14:29
+# UTC): the order of a first run, on a clone that has no summary of its own yet. Only the order
+# is taken from here; every time printed is measured by the run.
+FIRST_RUN_SECONDS = {
+    f"notebooks/{name}.ipynb": seconds
+    for name, seconds in [
+        ("04_resnet50_data_parallel", 254), ("07_communication", 146),
+        ("06_multi_worker_and_clusters", 121), ("02_parameter_server_strategy", 109),
+        ("01_parameter_servers_estimator_era", 100), ("05_resnet50_model_parallel", 87),
+        ("00_devices_and_setup", 76), ("01b_estimator_legacy", 38),
+        ("03_mirrored_strategy", 35), ("08_sharding_and_memory", 22),
+    ]
+}  # fmt: skip
+
+
 def longest_first(paths: list[Path], last_summary: Path) -> list[Path]:
-    """``paths``, the longest in the last run's summary first (unknown ones last, in order)."""
-    runs = json.loads(last_summary.read_text()) if last_summary.exists() else []
-    took = {r["notebook"]: r["seconds"] for r in runs}
+    """``paths``, the longest in the last run's summary first (without one, the longest in
+    ``FIRST_RUN_SECONDS``); unknown ones last, in order."""
+    if last_summary.exists():
+        took = {r["notebook"]: r["seconds"] for r in json.loads(last_summary.read_text())}
+    else:
+        took = FIRST_RUN_SECONDS
     return sorted(paths, key=lambda p: -took.get(f"{p.parent.name}/{p.name}", 0.0))

@@ -39,7 +39,7 @@ def per_worker_training(answer, coordinator, spec, steps=30):
     ``coordinator``) for ``steps`` steps."""
     import tensorflow as tf
 
-    from ..datasets import regression_model
+    from ..models import regression_model
 
     if not isinstance(answer, tuple | list) or len(answer) != 2:
         return "pass the pair (dataset_fn, make_train_step)"

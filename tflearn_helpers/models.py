@@ -1,19 +1,32 @@
-"""ResNet-50 for data-parallel training, and shallower ResNets for quick runs (lesson 04).
+"""The Keras models the course trains and measures, one function each.
 
 ``resnet(RESNET50_BLOCKS, ...)`` is ``keras.applications.ResNet50(weights=None)`` itself.
 Any other ``blocks`` builds the same bottleneck ResNet v1 recipe (He et al. 2015,
 arXiv:1512.03385; the layer names of ``keras.applications``) with fewer blocks per stage,
 e.g. ``(1, 1, 1, 1)``: a 14-layer ResNet whose graph traces several times faster, for the
-smoke profile. The models return logits (no softmax).
+smoke profile (lessons 00, 04). ``small_cnn`` is a 3-block CNN for quick CPU timings, ``mlp``
+a one-hidden-layer perceptron (the memory sizes of lessons 01-03 and 06), ``regression_model``
+lesson 02's own, and ``named`` picks a model by the names the measuring programs take.
+Every model returns logits (no softmax).
 """
 
 from __future__ import annotations
 
 from . import validate
 
-__all__ = ["RESNET50_BLOCKS", "depth", "resnet"]
+__all__ = [
+    "NAMES",
+    "RESNET50_BLOCKS",
+    "depth",
+    "mlp",
+    "named",
+    "regression_model",
+    "resnet",
+    "small_cnn",
+]
 
 RESNET50_BLOCKS = (3, 4, 6, 3)
+NAMES = ("resnet50", "small")  # what ``named`` builds: the CLI choices of the probes
 _FILTERS = (64, 128, 256, 512)
 _EPS = 1.001e-5  # keras.applications' BatchNormalization epsilon
 
@@ -37,6 +50,61 @@ def resnet(blocks=RESNET50_BLOCKS, input_shape=(224, 224, 3), classes: int = 100
             classifier_activation=None,
         )  # fmt: skip
     return _bottleneck_resnet(blocks, tuple(input_shape), classes)
+
+
+def small_cnn(image_size: int, classes: int = 10):
+    """Three conv-BatchNorm-ReLU-pool blocks (32, 64, 128 filters) and a linear classifier."""
+    import keras
+
+    validate.counts(image_size=image_size)
+    layers = [keras.Input((image_size, image_size, 3))]
+    for filters in (32, 64, 128):
+        layers += [
+            keras.layers.Conv2D(filters, 3, padding="same", use_bias=False),
+            keras.layers.BatchNormalization(),
+            keras.layers.ReLU(),
+            keras.layers.MaxPooling2D(),
+        ]
+    layers += [keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(classes)]
+    return keras.Sequential(layers)
+
+
+def mlp(features: int, hidden: int, outputs: int, keras_module=None):
+    """``features`` -> ``hidden`` (ReLU) -> ``outputs``; ``keras_module``: e.g. ``tf.keras``
+    (tf_keras where a lesson runs Keras 2), by default Keras 3."""
+    validate.counts(features=features, hidden=hidden, outputs=outputs)
+    if keras_module is None:
+        import keras as keras_module
+    layers = keras_module.layers
+    return keras_module.Sequential(
+        [keras_module.Input((features,)), layers.Dense(hidden, activation="relu"),
+         layers.Dense(outputs)]
+    )  # fmt: skip
+
+
+def regression_model():
+    """A small MLP for :func:`datasets.regression_batches` (``tf.keras``: tf_keras when chosen).
+
+    Lesson 02 defines it; tests/test_parameter_server.py checks this is the lesson's code.
+    """
+    import tensorflow as tf
+
+    return tf.keras.Sequential(
+        [
+            tf.keras.Input(shape=(8,)),
+            tf.keras.layers.Dense(32, activation="relu"),
+            tf.keras.layers.Dense(1),
+        ]
+    )
+
+
+def named(name: str, image_size: int, classes: int = 10):
+    """``"resnet50"`` (Keras' own) or ``"small"`` (:func:`small_cnn`) for ``image_size`` images."""
+    if name == "resnet50":
+        return resnet(RESNET50_BLOCKS, (image_size, image_size, 3), classes)
+    if name == "small":
+        return small_cnn(image_size, classes)
+    raise ValueError(f"model must be one of {NAMES}, got {name!r}")
 
 
 def _bottleneck_resnet(blocks, input_shape, classes):
