@@ -72,9 +72,13 @@ def _module_level_imports(module: str, path: Path) -> list[tuple[int, str]]:
     return found
 
 
+# Lesson 06's worker program, shipped whole: a script a learner copies out, not a module
+PROGRAMS = {PACKAGE / "scripts" / "multi_worker_train.py"}
+
+
 def test_every_module_has_dunder_all():
     missing = []
-    for path in MODULES.values():
+    for path in sorted(set(MODULES.values()) - PROGRAMS):
         names = {
             target.id
             for node in _tree(path).body

@@ -15,7 +15,6 @@ from __future__ import annotations
 from . import validate
 
 __all__ = [
-    "NAMES",
     "RESNET50_BLOCKS",
     "depth",
     "mlp",
@@ -26,7 +25,6 @@ __all__ = [
 ]
 
 RESNET50_BLOCKS = (3, 4, 6, 3)
-NAMES = ("resnet50", "small")  # what ``named`` builds: the CLI choices of the probes
 _FILTERS = (64, 128, 256, 512)
 _EPS = 1.001e-5  # keras.applications' BatchNormalization epsilon
 
@@ -104,7 +102,7 @@ def named(name: str, image_size: int, classes: int = 10):
         return resnet(RESNET50_BLOCKS, (image_size, image_size, 3), classes)
     if name == "small":
         return small_cnn(image_size, classes)
-    raise ValueError(f"model must be one of {NAMES}, got {name!r}")
+    raise ValueError(f"model must be 'resnet50' or 'small', got {name!r}")
 
 
 def _bottleneck_resnet(blocks, input_shape, classes):
