@@ -1,4 +1,4 @@
-"""The small synthetic problems of lessons 01, 01b, 02 and 06 (datasets.py, appended part)."""
+"""The small synthetic problems of lessons 01, 01b and 02 (datasets.py, appended part)."""
 
 import numpy as np
 import pytest
@@ -27,11 +27,7 @@ def test_regression_batches_rejects_bad_batches(batch):
         datasets.regression_batches(batch)
 
 
-def test_regression_batches_model_and_fixed_batch_shapes():
+def test_regression_batches_and_model_shapes():
     x, y = next(iter(datasets.regression_batches(4)))
     assert tuple(x.shape) == (4, 8) and tuple(y.shape) == (4, 1)
     assert tuple(models.regression_model()(x).shape) == (4, 1)
-    first = [
-        b[0].numpy() for b in datasets.fixed_regression_batch(3, 16, seed=0, pipeline=1).take(2)
-    ]
-    assert first[0].shape == (3, 16) and np.array_equal(first[0], first[1])

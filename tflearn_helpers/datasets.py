@@ -1,6 +1,6 @@
 """The course's data: generated images of learnable classes, and CIFAR-10 when the machine
 can reach it (taught in lesson 04; lesson 05 reuses it); ``teacher_data``, learnable
-feature vectors for lesson 03; at the end, the small problems of lessons 01, 01b, 02 and 06.
+feature vectors for lesson 03; at the end, the small problems of lessons 01, 01b and 02.
 
 Generated images need no network: each class has its own colour and stripe direction,
 blurred by noise and brightness jitter, so a network learns them in a few dozen steps and
@@ -22,7 +22,6 @@ from . import validate
 __all__ = [
     "Images",
     "cifar10",
-    "fixed_regression_batch",
     "generated_images",
     "reachable",
     "regression_batches",
@@ -163,7 +162,7 @@ def _keras_cache_has(name: str) -> bool:
     return os.path.isdir(os.path.join(base, "datasets", name))
 
 
-# -- small synthetic problems of the distributed lessons (01, 01b, 02, 06) ------------------
+# -- small synthetic problems of the distributed lessons (01, 01b, 02) ----------------------
 def teacher_classes(
     n: int,
     features: int,
@@ -205,16 +204,3 @@ def regression_batches(batch: int, *, seed: int = 0, repeat: bool = True):
     y = x @ true_w + 0.1 * tf.random.stateless_normal([1024, 1], seed=[seed, 2])
     data = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1024, seed=seed)
     return (data.repeat() if repeat else data).batch(batch, drop_remainder=True)
-
-
-def fixed_regression_batch(batch: int, features: int, *, seed: int, pipeline: int):
-    """A tf.data pipeline repeating one fixed batch of ``y = tanh(x @ w)`` (lesson 06).
-
-    ``w`` depends on ``seed`` only; ``x`` on ``seed`` and ``pipeline`` (each worker's input
-    pipeline id), so step k of a resumed run repeats the arithmetic of step k.
-    """
-    import tensorflow as tf
-
-    x = tf.random.Generator.from_seed(seed * 1000 + pipeline).normal((batch, features))
-    w_true = tf.random.Generator.from_seed(seed).normal((features, 1))
-    return tf.data.Dataset.from_tensors((x, tf.tanh(x @ w_true))).repeat()
