@@ -67,16 +67,14 @@ def small_cnn(image_size: int, classes: int = 10):
     return keras.Sequential(layers)
 
 
-def mlp(features: int, hidden: int, outputs: int, keras_module=None):
-    """``features`` -> ``hidden`` (ReLU) -> ``outputs``; ``keras_module``: e.g. ``tf.keras``
-    (tf_keras where a lesson runs Keras 2), by default Keras 3."""
+def mlp(features: int, hidden: int, outputs: int):
+    """``features`` -> ``hidden`` (ReLU) -> ``outputs``, in Keras 3."""
+    import keras
+
     validate.counts(features=features, hidden=hidden, outputs=outputs)
-    if keras_module is None:
-        import keras as keras_module
-    layers = keras_module.layers
-    return keras_module.Sequential(
-        [keras_module.Input((features,)), layers.Dense(hidden, activation="relu"),
-         layers.Dense(outputs)]
+    return keras.Sequential(
+        [keras.Input((features,)), keras.layers.Dense(hidden, activation="relu"),
+         keras.layers.Dense(outputs)]
     )  # fmt: skip
 
 
