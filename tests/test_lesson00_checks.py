@@ -123,7 +123,7 @@ WRONG_00_5 = {  # a plausible wrong answer -> what its hint must say
     configure_without_the_log: "logged no placements",
     configure_the_log_too_late: "logged no placements",
     configure_with_the_course: "has only TensorFlow",
-    configure_forever: "ran over 45 s",
+    configure_forever: "ran over 20 s",
 }
 
 
@@ -135,7 +135,7 @@ def test_00_5_plausible_wrong_answers_get_a_hint_not_the_answer(tmp_path, monkey
     with ThreadPoolExecutor(len(WRONG_00_5)) as pool:
         futures = {
             answer: pool.submit(
-                lesson00.configure_fresh_process, answer, (3,), 45 if "over" in hint else 120
+                lesson00.configure_fresh_process, answer, (3,), 20 if "over" in hint else 120
             )
             for answer, hint in WRONG_00_5.items()
         }
