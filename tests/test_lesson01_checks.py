@@ -195,3 +195,25 @@ def test_01_5_a_stalled_sync_run_is_wrong_not_a_hang():
     verdict = _evaluate("01.5", sync_no_hook, 30, 20.0)  # 20 s, then the cluster is stopped
     assert verdict.status == WRONG and "stalled" in verdict.message, verdict
     assert "hook" not in verdict.message
+
+
+def _sync_outcome(chief_losses, other_losses):
+    """What two workers printed: (global step after the run, loss) pairs each."""
+    graph = {"variables": {"w": "/job:ps/task:0"}, "num_required": [2], "global_step": True}
+    lines = [[{"graph": graph}] if i == 0 else [] for i in (0, 1)]
+    for i, pairs in enumerate((chief_losses, other_losses)):
+        lines[i] += [{"after": after, "loss": loss} for after, loss in pairs]
+    return {"code": 0, "logs": ["", ""], "lines": lines}
+
+
+def test_01_5_the_loss_is_read_in_step_order_from_every_worker():
+    """CI (TF 2.19, busy): worker 1 made 57 runs, the chief 4 (global steps 27-30, losses all
+    ~3e-5), and the right answer was told its loss did not fall. Judged on both workers' losses,
+    in global-step order."""
+    from tflearn_helpers.exercise_checks import lesson01
+
+    falling = [(s, 4.0 / (1 + s)) for s in range(1, 31)]
+    assert lesson01._judge_sync(_sync_outcome(falling[:3], falling[3:]), 30, 60) is None
+    flat = [(s, 4.0) for s in range(1, 31)]
+    hint = lesson01._judge_sync(_sync_outcome(flat[::2], flat[1::2]), 30, 60)
+    assert hint and "did not fall" in hint
