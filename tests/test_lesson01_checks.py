@@ -200,10 +200,11 @@ def test_01_5_a_stalled_sync_run_is_wrong_not_a_hang():
 def _sync_outcome(chief_losses, other_losses):
     """What two workers printed: (global step after the run, loss) pairs each."""
     graph = {"variables": {"w": "/job:ps/task:0"}, "num_required": [2], "global_step": True}
-    lines = [[{"graph": graph}] if i == 0 else [] for i in (0, 1)]
-    for i, pairs in enumerate((chief_losses, other_losses)):
-        lines[i] += [{"after": after, "loss": loss} for after, loss in pairs]
-    return {"code": 0, "logs": ["", ""], "lines": lines}
+    runs = [
+        [{"after": after, "loss": loss} for after, loss in pairs]
+        for pairs in (chief_losses, other_losses)
+    ]
+    return {"code": 0, "logs": ["", ""], "lines": [[{"graph": graph}, *runs[0]], runs[1]]}
 
 
 def test_01_5_the_loss_is_read_in_step_order_from_every_worker():

@@ -225,9 +225,7 @@ def _judge_sync(outcome: dict, steps: int, timeout: float):
         return "an update averages fewer gradients than workers send: how many should it average?"
     # every worker's losses in global-step order: on a busy machine one worker can run most
     # of the steps (either one's gradients fill an update): the chief's alone were 4 runs once
-    runs = sorted((ln["after"], ln["loss"]) for worker in outcome["lines"] for ln in worker
-                  if "loss" in ln)  # fmt: skip
-    losses = [loss for _, loss in runs]
+    losses = [ln["loss"] for ln in sorted(done, key=lambda ln: ln["after"])]
     if not sum(losses[-3:]) < 0.5 * sum(losses[:3]):
         return "the loss did not fall: does train_op minimize the loss you return?"
     return None
