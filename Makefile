@@ -86,7 +86,8 @@ test:
 	@$(TIMED) "environments and chromium" $(MAKE) --no-print-directory -j4 \
 		env legacy-env oldest-env browser-deps network-deps
 	@$(TIMED) "lint" sh -c '$(BIN)/ruff format --check . && $(BIN)/ruff check .'
-	@$(TIMED) "the test jobs, two at a time" $(MAKE) --no-print-directory -j2 -Oline $(TEST_JOBS)
+	@$(TIMED) "the test jobs, two at a time" $(MAKE) --no-print-directory -j2 -Oline \
+		LEAVE_TO_BROWSER=1 $(TEST_JOBS)
 
 test-unit: env legacy-env $(IPROUTE_BINS)
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: unit tests" $(BIN)/python -m pytest -q tests \
@@ -96,9 +97,12 @@ test-browser: env legacy-env $(CHROMIUM_BINS)
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: Run All in JupyterLab (browser)" $(BIN)/python -m \
 		pytest -q tests/test_browser.py -p no:randomly
 
+# Under `make test` (LEAVE_TO_BROWSER=1) the lessons test-browser runs in JupyterLab on this
+# same stack are not run here a second time (conftest.py, tools/nbtools.browser_notebooks).
+LEAVE_TO_BROWSER ?= 0
 test-nbval-lessons: env legacy-env $(IPROUTE_BINS)
-	@TFLEARN_SCALE=smoke $(TIMED) "pytest: nbval, lessons" $(BIN)/python -m pytest -q notebooks \
-		$(NBVAL)
+	@TFLEARN_SCALE=smoke TFLEARN_NBVAL_LEAVE_TO_BROWSER=$(LEAVE_TO_BROWSER) $(TIMED) \
+		"pytest: nbval, lessons" $(BIN)/python -m pytest -q notebooks $(NBVAL)
 
 test-nbval-solutions: env legacy-env
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: nbval, solutions" $(BIN)/python -m pytest -q \

@@ -4,13 +4,15 @@ Starts JupyterLab on loopback (random free port, a token) over a scratch copy of
 notebooks, clicks Run > Run All Cells in Debian's chromium (driven by selenium through
 chromedriver), and checks that every code cell ran and no cell shows an error; a notebook
 that plots shows its images (every one decoded), one that displays tables shows them as
-HTML. A screenshot goes to build/browser/. `make test` installs chromium and
+HTML; and, as under nbval (conftest.py), nothing the kernel started is left running once it
+is shut down. So under `make test` nbval leaves these lessons to this lane (the same stack:
+one run proves as much). A screenshot goes to build/browser/. `make test` installs chromium and
 chromium-driver when they are missing.
 
 Which notebooks: exercise 00 (unfilled) and lesson 03 every time (lesson 03 opens
 TensorBoard: each TensorBoard frame on a page must draw a scalar chart), plus one of the
 other lessons that draw (plots or displayed tables, found in their code by
-tools/nbtools.draws), chosen from the commit under test (tools/nbtools.rotating_sample), so
+tools/nbtools.draws), chosen from the commit under test (tools/nbtools.browser_notebooks), so
 each commit runs the same one and successive commits go round them all.
 TFLEARN_BROWSER_LESSONS=all runs every drawing lesson; =03,06 runs those lessons, drawing or
 not; TFLEARN_BROWSER_REPEAT=10 runs them 10 times each, one after the other, each in a fresh
@@ -27,7 +29,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -36,48 +37,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+import leftovers  # noqa: E402
 import nbtools  # noqa: E402
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 RUN_TIMEOUT = 420  # seconds for one notebook's Run All on a busy 2-core machine
-SAMPLE_ENV, REPEAT_ENV = "TFLEARN_BROWSER_LESSONS", "TFLEARN_BROWSER_REPEAT"
-ALWAYS = [
-    ("exercises/00_devices_and_setup.ipynb", "not attempted"),  # unfilled, runs to the end
-    ("notebooks/03_mirrored_strategy.ipynb", "TensorBoard on http://127.0.0.1"),  # its charts
-]
-
-
-def _commit() -> str:
-    """The commit under test, or today's date outside a git checkout."""
-    got = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True)
-    return got.stdout.decode().strip() or time.strftime("%Y-%m-%d", time.gmtime())
-
-
-def chosen() -> list[tuple[str, str | None]]:
-    """ALWAYS, plus the lessons this run covers (see the module's docstring)."""
-    lessons = [p.name for p in nbtools.course_notebooks(("notebooks",))]
-    always = {nb for nb, _ in ALWAYS}  # (exercise 00 has lesson 00's file name)
-    drawing = [
-        n
-        for n in lessons
-        if f"notebooks/{n}" not in always and nbtools.draws(ROOT / "notebooks" / n)
-    ]
-    wanted = os.environ.get(SAMPLE_ENV, "")
-    if wanted == "all":
-        picked = drawing
-    elif wanted:
-        picked = [n for n in lessons if n.startswith(tuple(wanted.split(",")))]
-        if not picked:
-            raise ValueError(f"{SAMPLE_ENV}={wanted!r} names no lesson in notebooks/")
-    else:
-        picked = nbtools.rotating_sample(drawing, _commit())
-    repeat = os.environ.get(REPEAT_ENV, "1")
-    if not repeat.isdigit() or int(repeat) < 1:
-        raise ValueError(f"{REPEAT_ENV}={repeat!r}: give a whole number of runs, 1 or more")
-    return ALWAYS + [(f"notebooks/{n}", None) for n in picked] * int(repeat)
-
-
-CHOSEN = chosen()
+MUST_SHOW = {  # what a notebook's page must show once it ran
+    "exercises/00_devices_and_setup.ipynb": "not attempted",  # unfilled, runs to the end
+    "notebooks/03_mirrored_strategy.ipynb": "TensorBoard on http://127.0.0.1",  # its charts
+}
+CHOSEN = [(nb, MUST_SHOW.get(nb)) for nb in nbtools.browser_notebooks()]
 
 if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
     pytest.fail(  # never a silent skip: `make test` installs them
@@ -102,6 +71,7 @@ def lab(tmp_path_factory):
     (settings / "tracker.jupyterlab-settings").write_text(
         '{"windowingMode": "none", "autoStartDefaultKernel": true}'
     )
+    leftovers.snapshot()  # from here on, what this process starts carries its tag (orphans too)
     port, token = portpicker.pick_unused_port(), uuid.uuid4().hex
     env = dict(os.environ, TFLEARN_SCALE="smoke", JUPYTERLAB_SETTINGS_DIR=str(home / "settings"))
     server = subprocess.Popen(
@@ -147,8 +117,11 @@ def browser(tmp_path_factory):
 def say_which(request):
     """Print the notebooks this run covers, whatever pytest's capture and verbosity."""
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    how = os.environ.get(SAMPLE_ENV) or f"one drawing lesson chosen by commit {_commit()[:10]}"
-    how += f", {os.environ[REPEAT_ENV]} times" if os.environ.get(REPEAT_ENV, "1") != "1" else ""
+    lessons, repeat = (
+        os.environ.get(v) for v in (nbtools.BROWSER_LESSONS_ENV, nbtools.BROWSER_REPEAT_ENV)
+    )
+    how = lessons or f"one drawing lesson chosen by commit {nbtools.commit()[:10]}"
+    how += f", {repeat} times" if repeat not in (None, "1") else ""
     line = f"browser test ({how}): " + ", ".join(nb for nb, _ in CHOSEN)
     if reporter:
         reporter.write_line(line)
@@ -158,6 +131,7 @@ def say_which(request):
 @pytest.mark.parametrize("notebook, must_show", CHOSEN)
 def test_run_all_cells_in_jupyterlab(lab, browser, notebook, must_show):
     url, token = lab
+    before = leftovers.snapshot()  # the server is in it; this notebook's kernel is not yet
     name = Path(notebook).stem + "-" + Path(notebook).parent.name
     browser.get(f"{url}/lab/workspaces/{name}/tree/{notebook}?reset&token={token}")
     page.wait_until(lambda: page.prompts(browser), 60)  # the notebook is on screen
@@ -176,6 +150,8 @@ def test_run_all_cells_in_jupyterlab(lab, browser, notebook, must_show):
     finally:
         browser.save_screenshot(str(shots / f"{name}.png"))
         page.shut_down_kernels(url, token)  # the next notebook (or repeat) starts a fresh kernel
+        left = leftovers.leftovers(before)  # what the kernel started must not outlive it
+        leftovers.kill(before)
 
     errors = page.errors(browser)
     assert not errors, errors
@@ -199,3 +175,4 @@ def test_run_all_cells_in_jupyterlab(lab, browser, notebook, must_show):
     if "html" in drawn:  # its displayed tables (or frames) are rendered as HTML, not as text
         shown = ".jp-OutputArea-output table, .jp-OutputArea-output iframe"
         assert browser.find_elements(By.CSS_SELECTOR, shown), f"{notebook} displays no HTML"
+    assert not left, f"{notebook} left these running after its kernel stopped: {left}"

@@ -111,3 +111,36 @@ def test_rotating_sample_is_fixed_by_its_key_and_goes_round():
         nbtools.rotating_sample(items, "abc", k=6)
     with pytest.raises(ValueError, match="cannot take"):
         nbtools.rotating_sample([], "abc")
+
+
+def test_browser_notebooks_what_the_browser_lane_runs():
+    always = list(nbtools.BROWSER_ALWAYS)
+    default = nbtools.browser_notebooks({})
+    assert default[:2] == always and len(default) == 3 and default == nbtools.browser_notebooks({})
+    assert nbtools.draws(nbtools.ROOT / default[2]), "the one more lesson is one that draws"
+    every = nbtools.browser_notebooks({nbtools.BROWSER_LESSONS_ENV: "all"})
+    assert default[2] in every and len(set(every)) == len(every), "03 is not run twice"
+    named = {nbtools.BROWSER_LESSONS_ENV: "05,06", nbtools.BROWSER_REPEAT_ENV: "2"}
+    assert [nb[10:12] for nb in nbtools.browser_notebooks(named)[2:]] == ["05", "06"] * 2
+    for bad, words in [({nbtools.BROWSER_LESSONS_ENV: "99"}, "names no lesson"),
+                       ({nbtools.BROWSER_REPEAT_ENV: "0"}, "whole number")]:  # fmt: skip
+        with pytest.raises(ValueError, match=words):
+            nbtools.browser_notebooks(bad)
+
+
+def test_nbval_leaves_the_browser_lanes_lessons_only_when_asked():
+    """make test's nbval lane does not run again what the browser lane runs on the same stack."""
+    import os
+    import subprocess
+
+    def collected(leave: str) -> set[str]:
+        env = dict(os.environ, TFLEARN_NBVAL_LEAVE_TO_BROWSER=leave)
+        cmd = [sys.executable, "-m", "pytest", "-q", "--collect-only", "notebooks", "--nbval-lax"]
+        out = subprocess.run(cmd, cwd=nbtools.ROOT, env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+        return {line.split("::")[0] for line in out.stdout.splitlines() if "::" in line}
+
+    every = collected("0")
+    assert every == {f"notebooks/{p.name}" for p in nbtools.course_notebooks(("notebooks",))}
+    lessons = {nb for nb in nbtools.browser_notebooks() if nb.startswith("notebooks/")}
+    assert collected("1") == every - lessons and len(lessons) == 2

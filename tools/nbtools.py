@@ -6,7 +6,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,3 +165,41 @@ def rotating_sample(items: list, key: str, k: int = 1) -> list:
         raise ValueError(f"cannot take {k} of {len(items)} items")
     start = int(hashlib.sha256(key.encode()).hexdigest(), 16) % len(items)
     return [items[(start + i) % len(items)] for i in range(k)]
+
+
+#: What tests/test_browser.py runs in JupyterLab on every commit, and the two variables that
+#: choose more (see that file's docstring).
+BROWSER_ALWAYS = ("exercises/00_devices_and_setup.ipynb", "notebooks/03_mirrored_strategy.ipynb")
+BROWSER_LESSONS_ENV, BROWSER_REPEAT_ENV = "TFLEARN_BROWSER_LESSONS", "TFLEARN_BROWSER_REPEAT"
+
+
+def commit() -> str:
+    """The checkout's commit, or today's date outside a git checkout."""
+    got = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True)
+    return got.stdout.decode().strip() or time.strftime("%Y-%m-%d", time.gmtime())
+
+
+def browser_notebooks(environ=os.environ) -> list[str]:
+    """The notebooks the browser test runs, relative to the repository, in order:
+    BROWSER_ALWAYS, then one drawing lesson chosen by the commit (``rotating_sample``),
+    or the lessons BROWSER_LESSONS_ENV names ("all": every drawing lesson; "03,06": those),
+    each BROWSER_REPEAT_ENV times."""
+    lessons = [p.name for p in course_notebooks(("notebooks",))]
+    drawing = [
+        n
+        for n in lessons
+        if f"notebooks/{n}" not in BROWSER_ALWAYS and draws(ROOT / "notebooks" / n)
+    ]
+    wanted = environ.get(BROWSER_LESSONS_ENV, "")
+    if wanted == "all":
+        picked = drawing
+    elif wanted:
+        picked = [n for n in lessons if n.startswith(tuple(wanted.split(",")))]
+        if not picked:
+            raise ValueError(f"{BROWSER_LESSONS_ENV}={wanted!r} names no lesson in notebooks/")
+    else:
+        picked = rotating_sample(drawing, commit())
+    repeat = environ.get(BROWSER_REPEAT_ENV, "1")
+    if not repeat.isdigit() or int(repeat) < 1:
+        raise ValueError(f"{BROWSER_REPEAT_ENV}={repeat!r}: give a whole number of runs, 1 or more")
+    return list(BROWSER_ALWAYS) + [f"notebooks/{n}" for n in picked] * int(repeat)
