@@ -95,6 +95,32 @@ def test_kill_and_restart_a_server_task():
         assert c.alive("worker", 0) and cluster.port_is_listening(spec["worker"][0])
 
 
+def test_a_task_server_starts_tensorflow_without_keras():
+    """Keras's eager import is skipped in a bare server (2 of a start's ~7 CPU-s); the real
+    servers of the tests above serve and restart with it skipped."""
+    import json
+
+    from helpers import run_python
+
+    code = """
+    import json, sys
+    from tflearn_helpers.cluster import task_server
+
+    def report(cluster, job, index):
+        import tensorflow as tf
+
+        print(json.dumps({"keras": "keras" in sys.modules, "sum": int(tf.constant(1) + 1)}))
+        sys.exit(0)
+
+    task_server.start_server = report  # the server's TensorFlow, without serving
+    task_server.main()
+    """
+    config = {"cluster": {"ps": ["localhost:1"]}, "task": {"type": "ps", "index": 0}}
+    got = run_python(code, env={"TF_CONFIG": json.dumps(config)})
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert json.loads(got.stdout.splitlines()[-1]) == {"keras": False, "sum": 2}
+
+
 def test_a_task_that_dies_at_start_reports_its_log(tmp_path):
     spec = cluster.local_cluster_spec(workers=1)
     with cluster.LocalCluster(spec, env={"TF_CONFIG_BROKEN": "1"}) as c:
