@@ -96,7 +96,7 @@ def test_kill_and_restart_a_server_task():
 
 
 def test_a_task_server_starts_tensorflow_without_keras():
-    """Keras's eager import is skipped in a bare server (2 of a start's ~7 CPU-s); the real
+    """Keras's eager import is skipped in a bare server (1.5 of a start's 6 CPU-s); the real
     servers of the tests above serve and restart with it skipped."""
     import json
 

@@ -24,7 +24,7 @@ def main() -> int:
         return 2
     # A bare server runs no Keras code, yet `import tensorflow` loads Keras's optimizers
     # eagerly (tensorflow/__init__.py, "Do an eager load for Keras' code", in a try that
-    # passes on ImportError): about 2 of a start's 7 CPU-seconds. A None entry in
+    # passes on ImportError): about 1.5 of a start's 6 CPU-seconds. A None entry in
     # sys.modules makes that import fail, so TensorFlow skips it (docs/MEASURED.md).
     sys.modules.setdefault("keras.src.optimizers", None)
     cluster, task = config["cluster"], config["task"]
