@@ -82,6 +82,7 @@ def test_teardown_leaves_no_process_or_port_even_after_an_exception():
             raise KeyError("boom")
     assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in pids)
     assert not any(cluster.port_is_listening(a) for j in spec.values() for a in j)
+    cluster.fork_server.stop_all()  # this test process's fork server: not the cluster's
     assert leftovers.leftovers(before, wait=5) == []
 
 

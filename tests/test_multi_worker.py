@@ -97,7 +97,7 @@ def test_a_chief_stalled_at_the_barrier_is_not_declared_dead(tmp_path):
             depends_on=job.procs.values(),
         )
         time.sleep(2)  # inside the barrier now
-        chief = job.procs[("worker", 0)].popen.pid
+        chief = job.procs[("worker", 0)].pid
         os.kill(chief, signal.SIGSTOP)
         time.sleep(14)
         os.kill(chief, signal.SIGCONT)

@@ -89,8 +89,8 @@ def _start(cmd, flag: str | None, core: int | None) -> processes.Child:
     # CPU kernels only; log level 0 so that TensorFlow reports oneDNN on every version
     # (2.19 logs the banner as INFO, which level 2 hides; 2.21 prints it at any level)
     env.update(TF_CPP_MIN_LOG_LEVEL="0", CUDA_VISIBLE_DEVICES="")
-    return processes.start(
-        cmd, env=env, unset=("TF_ENABLE_ONEDNN_OPTS",), merge_stderr=False, core=core
+    return processes.start(  # fresh: TensorFlow reports oneDNN while it is imported
+        cmd, env=env, unset=("TF_ENABLE_ONEDNN_OPTS",), merge_stderr=False, core=core, fresh=True
     )
 
 

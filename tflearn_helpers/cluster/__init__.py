@@ -3,11 +3,12 @@
 ``from tflearn_helpers import cluster`` gives the local-cluster names directly
 (``cluster.LocalCluster``, ``cluster.local_cluster_spec``, ``cluster.start_process``: one
 program, stopped at kernel exit); the other modules are
-``cluster.tf_config``, ``cluster.processes``, ``cluster.events``, ``cluster.network`` (a
+``cluster.tf_config``, ``cluster.processes`` (with ``cluster.fork_server``: Python programs
+started as forks of a process that imported TensorFlow), ``cluster.events``, ``cluster.network`` (a
 shaped link, lesson 07), ``cluster.kubernetes`` and ``cluster.tfjob`` (the legacy TFJob).
 """
 
-from . import events, kubernetes, network, processes, tf_config, tfjob
+from . import events, fork_server, kubernetes, network, processes, tf_config, tfjob
 from .local import (
     SECURITY_NOTE,
     LocalCluster,
@@ -21,6 +22,7 @@ from .processes import start as start_process  # lessons start one program with 
 __all__ = [
     "SECURITY_NOTE",
     "events",
+    "fork_server",
     "LocalCluster",
     "in_process_servers",
     "kubernetes",
