@@ -112,3 +112,16 @@ def test_a_stopped_server_takes_its_children_with_it():
     assert not child.running()
     fork_server.stop_all()
     assert fork_server._SERVERS == {}
+
+
+def test_servers_are_few_an_idle_one_makes_room(monkeypatch):
+    fork_server.stop_all()
+    monkeypatch.setattr(fork_server, "MAX_SERVERS", 1)
+    sleeper = processes.start([sys.executable, "-c", "import time; time.sleep(60)"])
+    busy = _run([sys.executable, "-c", "pass"], env={"OTHER": "1"})  # the only server is busy
+    assert isinstance(busy.process, subprocess.Popen)
+    sleeper.stop()
+    idle = _run([sys.executable, "-c", "pass"], env={"OTHER": "1"})  # now it makes room
+    assert isinstance(idle.process, fork_server.Forked)
+    assert idle.process.server is not sleeper.process.server
+    assert list(fork_server._SERVERS.values()) == [idle.process.server]

@@ -21,5 +21,6 @@ def test_probe_rejects_bad_input_before_starting_anything():
 def test_probe_measures_in_a_child_and_gives_up_at_the_deadline():
     measured = precision.probe(120, ("float32",), threads=1)
     assert measured["float32"] > 0
-    cut = precision.probe(0.5, ("float32", "mixed_bfloat16"))  # TensorFlow cannot load in 0.5 s
+    # 0.05 s: not even for a fork of a server that has imported TensorFlow (runtime, trace, steps)
+    cut = precision.probe(0.05, ("float32", "mixed_bfloat16"))
     assert cut == {"float32": None, "mixed_bfloat16": None}

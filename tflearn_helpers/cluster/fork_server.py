@@ -23,6 +23,7 @@ starts a fresh interpreter.
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import json
 import os
@@ -39,7 +40,8 @@ __all__ = ["Forked", "serve", "spawn", "stop_all"]
 SWITCH_ENV = "TFLEARN_FORK_SERVER"
 LATE_NAMES = ("TF_CONFIG", "CUDA_VISIBLE_DEVICES")  # read after import: may differ per child
 START_TIMEOUT = 300.0  # s for a server to import TensorFlow on a busy machine
-_SERVERS: dict[tuple, _Server | None] = {}  # None: that server failed; start fresh instead
+MAX_SERVERS = 3  # a server holds ~0.4 GB: past this many, an idle one makes room, or none forks
+_SERVERS: collections.OrderedDict[tuple, _Server | None] = collections.OrderedDict()
 _LOCK = threading.Lock()  # one thread at a time talks to the servers (a check's thread pool)
 
 
@@ -74,8 +76,11 @@ def spawn(command, *, env, cwd, stdout, stderr, core) -> Forked | None:
     request = {"program": program, "env": env, "cwd": os.path.abspath(cwd or os.getcwd())}
     request.update(stdout=str(stdout), stderr=stderr and str(stderr), core=core)
     with _LOCK:
+        if key not in _SERVERS and not _make_room():
+            return None
         if key not in _SERVERS:
             _SERVERS[key] = _Server(command[0], env)
+        _SERVERS.move_to_end(key)  # the most recently used last
         server = _SERVERS[key]
         if server is None:
             return None
@@ -96,6 +101,19 @@ def stop_all() -> None:
             if server is not None:
                 server.stop()
             del _SERVERS[key]
+
+
+def _make_room() -> bool:
+    """Stop the least recently used idle server if there are MAX_SERVERS; False if none is."""
+    live = [(k, s) for k, s in _SERVERS.items() if s is not None]
+    if len(live) < MAX_SERVERS:
+        return True
+    for key, server in live:
+        if not server.busy():
+            server.stop()
+            del _SERVERS[key]
+            return True
+    return False
 
 
 def _program(command: list[str]) -> list[str] | None:
@@ -137,7 +155,7 @@ class _Server:
         )  # the server exits when its requests pipe closes, as it does when this process dies
         os.close(requests_read)
         os.close(replies_write)
-        self.pending, self.codes, self.forked = b"", {}, []
+        self.pending, self.codes, self.forked, self.children = b"", {}, [], []
 
     def fork(self, request: dict) -> int:
         os.write(self.requests, json.dumps(request).encode() + b"\n")
@@ -148,7 +166,13 @@ class _Server:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no answer in {START_TIMEOUT:.0f} s")
             self.read(1.0)
-        return self.forked.pop(0)
+        self.children.append(self.forked.pop(0))
+        return self.children[-1]
+
+    def busy(self) -> bool:
+        """Does a child of this server still run?"""
+        self.read(0)
+        return self.replies >= 0 and any(pid not in self.codes for pid in self.children)
 
     def exit_code(self, pid: int) -> int | None:
         self.read(0)
@@ -199,11 +223,13 @@ class _Server:
 # -- the server side: runs in the fork server process -----------------------------------------
 def serve(requests: int, replies: int) -> None:
     """Import TensorFlow, then fork a child for each request line until the pipe closes."""
+    import gc
     import warnings
 
     import tensorflow  # noqa: F401  (the point: every child starts with it imported)
 
     warnings.filterwarnings("ignore", ".*fork", DeprecationWarning)  # Python 3.12: threads
+    gc.freeze()  # what the import made is never collected again: a child's exit skips it
     children, pending = set(), b""
     while True:
         if select.select([requests], [], [], 0.05)[0]:
@@ -230,6 +256,7 @@ def serve(requests: int, replies: int) -> None:
             os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+    os._exit(0)  # at once: the server ran no program of its own that needs a clean exit
 
 
 def _run_child(request: dict, *server_fds: int) -> None:
