@@ -62,17 +62,12 @@ class Child:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.err_path = None if merge_stderr else folder / "stderr.log"
         environment = _environment(env, unset)
-        forked = (
-            None
-            if fresh
-            else fork_server.spawn(  # a Python command: a fork, TF imported
-                self.command,
-                env=environment,
-                cwd=cwd,
-                stdout=self.log_path,
-                stderr=self.err_path,
-                core=core,
-            )
+        self.log_path.touch()  # both files exist once start() returns, forked or not
+        if self.err_path:
+            self.err_path.write_text("")
+        files = {"stdout": self.log_path, "stderr": self.err_path}
+        forked = not fresh and fork_server.spawn(  # None: not a command a fork can run
+            self.command, env=environment, cwd=cwd, core=core, **files
         )
         self.process = forked or self._popen(environment, cwd, core)
         _LIVE.add(self)
