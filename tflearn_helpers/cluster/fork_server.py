@@ -16,9 +16,9 @@ environment equals its own, apart from the names TensorFlow reads later (``TF_CO
 ``CUDA_VISIBLE_DEVICES``) and the course's ``TFLEARN_*``. A child's output is unbuffered,
 as with ``python -u``; numpy's global random state is reseeded, as a fresh process would be.
 
-The server stops with the process that started it (at exit, or killed: Linux's death signal),
-and its children die with it. ``TFLEARN_FORK_SERVER=0`` turns it off: every command then
-starts a fresh interpreter.
+A server exits when the process that started it closes its pipe (at exit, or killed: the
+kernel closes it), and its children die with it (Linux's death signal).
+``TFLEARN_FORK_SERVER=0`` turns it off: every command then starts a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -273,17 +273,19 @@ def _run_child(request: dict, *server_fds: int) -> None:
         os.close(fd)
     if request["core"] is not None:
         os.sched_setaffinity(0, {request["core"]})
-    _redirect(os.open(os.devnull, os.O_RDONLY), 0)
-    _redirect(os.open(request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644), 1)
-    err = request["stderr"] and os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    os.dup2(err or 1, 2)
+    out = os.open(request["stdout"], os.O_WRONLY | os.O_APPEND)  # start() made both; stdin
+    # stays the server's /dev/null
+    err = request["stderr"] and os.open(request["stderr"], os.O_WRONLY | os.O_TRUNC)
+    os.dup2(out, 1)
+    os.dup2(err or out, 2)
+    for fd in {out, err or out}:
+        os.close(fd)
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
     for fd, name in ((1, "stdout"), (2, "stderr")):  # unbuffered, as with python -u
         raw = io.FileIO(fd, "w", closefd=False)
         setattr(sys, name, io.TextIOWrapper(raw, errors="backslashreplace", write_through=True))
-    sys.stdin = open(os.devnull)  # noqa: SIM115
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()  # fresh entropy, as in a fresh process
     kind, *args = request["program"]
@@ -299,11 +301,6 @@ def _run_child(request: dict, *server_fds: int) -> None:
         sys.argv, sys.path[0] = [kind, *args], os.path.dirname(os.path.abspath(kind))
         runpy.run_path(kind, run_name="__main__")
     sys.exit(0)  # SystemExit leaves serve(): the interpreter exits as after a fresh run
-
-
-def _redirect(fd: int, target: int) -> None:
-    os.dup2(fd, target)
-    os.close(fd)
 
 
 def _die_with_parent() -> None:
