@@ -24,7 +24,6 @@ kernel closes it), and its children die with it (Linux's death signal).
 from __future__ import annotations
 
 import collections
-import ctypes
 import json
 import os
 import select
@@ -264,15 +263,15 @@ def _run_child(request: dict, *server_fds: int) -> None:
     import io
     import runpy
 
+    from .processes import child_setup  # the death signal and the core, as for Popen
+
     server = os.getppid()
     os.setsid()  # its own process group: stopping it stops what it starts
-    _die_with_parent()
+    child_setup(request["core"])
     if os.getppid() != server:  # the server died before the death signal was set
         os._exit(1)
     for fd in server_fds:
         os.close(fd)
-    if request["core"] is not None:
-        os.sched_setaffinity(0, {request["core"]})
     out = os.open(request["stdout"], os.O_WRONLY | os.O_APPEND)  # start() made both; stdin
     # stays the server's /dev/null
     err = request["stderr"] and os.open(request["stderr"], os.O_WRONLY | os.O_TRUNC)
@@ -301,8 +300,3 @@ def _run_child(request: dict, *server_fds: int) -> None:
         sys.argv, sys.path[0] = [kind, *args], os.path.dirname(os.path.abspath(kind))
         runpy.run_path(kind, run_name="__main__")
     sys.exit(0)  # SystemExit leaves serve(): the interpreter exits as after a fresh run
-
-
-def _die_with_parent() -> None:
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG

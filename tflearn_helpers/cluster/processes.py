@@ -27,7 +27,7 @@ from pathlib import Path
 
 from . import fork_server
 
-__all__ = ["Child", "ProcessExitedError", "start", "stop_all", "wait_until"]
+__all__ = ["Child", "ProcessExitedError", "child_setup", "start", "stop_all", "wait_until"]
 
 _LIVE: set[Child] = set()  # the one teardown registry (emptied by stop_all at exit)
 TIMEOUT_HINT = "If the machine is busy, give it a longer timeout; otherwise read the log above."
@@ -82,7 +82,7 @@ class Child:
                 env=environment,
                 cwd=cwd,
                 start_new_session=True,  # its own process group: stop() reaches its children
-                preexec_fn=lambda: _child_setup(core),
+                preexec_fn=lambda: child_setup(core),
             )
 
     @property
@@ -207,7 +207,7 @@ def stop_all(grace: float = 2.0) -> None:
     fork_server.stop_all()
 
 
-def _child_setup(core: int | None) -> None:
+def child_setup(core: int | None) -> None:
     """In the child, before it runs: die with the parent (Linux); run on ``core`` if given."""
     if sys.platform.startswith("linux"):
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
