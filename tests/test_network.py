@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from tflearn_helpers import cluster
-from tflearn_helpers.cluster import network
+from tflearn_helpers.cluster import fork_server, network
 
 needs_namespaces = pytest.mark.skipif(
     network.Network._choose()[0] == "plain", reason="no network namespaces on this machine"
@@ -29,14 +29,8 @@ def _namespaces() -> set[int]:
     return found
 
 
-def _ours(tmp_path) -> list[int]:
-    """Processes this test started: its workers and the namespace holder."""
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        line = " ".join(proc.info["cmdline"] or [])
-        if str(tmp_path) in line or "exec sleep 86400" in line:
-            found.append(proc.pid)
-    return found
+def _alive(processes: list[psutil.Process]) -> list[psutil.Process]:
+    return [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
 
 @needs_namespaces
@@ -60,6 +54,8 @@ def test_workers_run_inside_the_namespace_on_their_own_core(tmp_path):
         job.start(script)
         job.wait(timeout=60)
         lines = [job.logs("worker", i) for i in range(2)]
+        forked = [isinstance(c.process, fork_server.Forked) for c in job.procs.values()]
+    assert forked == [True, True]  # setns after the fork, not an nsenter in front of python
     mine = os.stat("/proc/self/ns/net").st_ino
     inodes = {int(text.split()[1]) for text in lines}
     assert len(inodes) == 1 and mine not in inodes, lines
@@ -67,10 +63,19 @@ def test_workers_run_inside_the_namespace_on_their_own_core(tmp_path):
         assert "{" + str(sorted(os.sched_getaffinity(0))[0]) + "}" in lines[0], lines
 
 
+def test_entering_a_namespace_that_is_gone_or_unknown_says_so():
+    with network.Network(None) as net:
+        pid, kinds = net.namespaces() or (os.getpid(), ["net"])
+    with pytest.raises(ValueError, match="has it exited"):
+        cluster.processes.start([sys.executable, "-c", "pass"], namespaces=(pid + 10**7, kinds))
+    with pytest.raises(ValueError, match="kinds are"):
+        cluster.processes.start([sys.executable, "-c", "pass"], namespaces=(os.getpid(), ["pid"]))
+
+
 def test_forced_fallback_is_the_plain_loopback(monkeypatch, capsys):
     monkeypatch.setenv(network.FORCE_PLAIN, "plain")
     with network.Network(None) as net:
-        assert not net.shaped and net.prefix() == []
+        assert not net.shaped and net.namespaces() is None
         assert net.measure(megabytes=2) > 10
         with pytest.raises(RuntimeError, match="plain loopback"):
             net.set_rate(100)
@@ -161,7 +166,7 @@ def test_nothing_is_left_after_the_owner_is_killed(tmp_path):
             f"""
             import sys, time
             sys.path.insert(0, {str(Path(__file__).parents[1])!r})
-            from tflearn_helpers.cluster import network
+            from tflearn_helpers.cluster import fork_server, network
             net = network.Network(100)
             job = net.cluster(2)
             job.start({str(tmp_path / "sleep.py")!r})
@@ -175,12 +180,14 @@ def test_nothing_is_left_after_the_owner_is_killed(tmp_path):
     try:
         assert any("READY" in proc.stdout.readline() for _ in range(3))
         time.sleep(0.5)
-        assert len(_namespaces() - before_ns) == 1 and len(_ours(tmp_path)) >= 3
+        ours = psutil.Process(proc.pid).children(recursive=True)  # holder, workers (and server)
+        inside = [p for p in ours if os.stat(f"/proc/{p.pid}/ns/net").st_ino not in before_ns]
+        assert len(_namespaces() - before_ns) == 1 and len(inside) >= 3, ours
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
     cluster.processes.wait_until(
-        lambda: not (_namespaces() - before_ns) and not _ours(tmp_path),
+        lambda: not (_namespaces() - before_ns) and not _alive(ours),
         20,
         "the namespace and every process to go",
     )

@@ -63,7 +63,7 @@ class Forked:
         return code
 
 
-def spawn(command, *, env, cwd, stdout, stderr, core) -> Forked | None:
+def spawn(command, *, env, cwd, stdout, stderr, setup) -> Forked | None:
     """Start ``command`` as a fork of the server for its interpreter and environment, or
     return None when it cannot be (not a plain Python command, not Linux, switched off)."""
     if not sys.platform.startswith("linux") or os.environ.get(SWITCH_ENV) == "0":
@@ -73,7 +73,7 @@ def spawn(command, *, env, cwd, stdout, stderr, core) -> Forked | None:
         return None
     key = (command[0], *sorted(_import_time(env).items()))
     request = {"program": program, "env": env, "cwd": os.path.abspath(cwd or os.getcwd())}
-    request.update(stdout=str(stdout), stderr=stderr and str(stderr), core=core)
+    request.update(stdout=str(stdout), stderr=stderr and str(stderr), setup=setup)
     with _LOCK:
         if key not in _SERVERS and not _make_room():
             return None
@@ -263,11 +263,11 @@ def _run_child(request: dict, *server_fds: int) -> None:
     import io
     import runpy
 
-    from .processes import child_setup  # the death signal and the core, as for Popen
+    from .processes import child_setup  # death signal, namespaces and core, as for Popen
 
     server = os.getppid()
     os.setsid()  # its own process group: stopping it stops what it starts
-    child_setup(request["core"])
+    child_setup(**request["setup"])
     if os.getppid() != server:  # the server died before the death signal was set
         os._exit(1)
     for fd in server_fds:

@@ -101,7 +101,8 @@ class LocalCluster:
     ``start(target)`` runs ``target`` in every task (a script path, or "server" for a bare
     gRPC server), each with its own TF_CONFIG. ``tasks`` limits which tasks start. Each task
     is a :class:`processes.Child` in ``procs``, stopped with the cluster or the kernel.
-    ``launcher`` prefixes every command; ``cores`` pins the i-th task to ``cores[i]``.
+    ``namespaces`` (``(pid, kinds)``, see :func:`processes.start`) runs every task inside
+    another process's namespaces; ``cores`` pins the i-th task to ``cores[i]``.
     """
 
     def __init__(
@@ -110,7 +111,7 @@ class LocalCluster:
         *,
         log_dir: str | None = None,
         env: dict[str, str] | None = None,
-        launcher: list[str] = (),
+        namespaces: tuple | None = None,
         cores: list[int] | None = None,
     ):
         for job in cluster:  # validate the whole cluster once, via any task of it
@@ -119,7 +120,7 @@ class LocalCluster:
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="tflearn-cluster-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.env = dict(env or {})
-        self.launcher = list(launcher)  # a prefix such as nsenter (lesson 07's network)
+        self.namespaces = namespaces  # lesson 07's shaped network
         self.cores = cores  # the i-th task (in cluster order) runs on cores[i]
         self.procs: dict[tuple[str, int], processes.Child] = {}
         self._targets: dict[tuple[str, int], list[str]] = {}
@@ -141,7 +142,7 @@ class LocalCluster:
     def _command(self, target: str, args) -> list[str]:
         if target == "server":
             return [sys.executable, "-m", "tflearn_helpers.cluster.task_server", *map(str, args)]
-        return [*self.launcher, sys.executable, "-u", str(target), *map(str, args)]
+        return [sys.executable, "-u", str(target), *map(str, args)]
 
     def _launch(self, task: tuple[str, int], command: list[str]) -> None:
         if task in self.procs and self.procs[task].running():
@@ -151,7 +152,12 @@ class LocalCluster:
         order = [(j, i) for j, a in self.cluster.items() for i in range(len(a))]
         core = self.cores[order.index(task) % len(self.cores)] if self.cores else None
         self.procs[task] = processes.start(
-            command, log_path=self.log_path(*task), env=env, name=f"{task[0]}:{task[1]}", core=core
+            command,
+            log_path=self.log_path(*task),
+            env=env,
+            name=f"{task[0]}:{task[1]}",
+            core=core,
+            namespaces=self.namespaces,
         )
         self._targets[task] = command
 

@@ -4,7 +4,8 @@
 namespace, unprivileged where the kernel allows it; ``unshare -n`` as root otherwise) held
 open by one sleeping process. Its loopback gets an MTU and a token-bucket filter
 (``tc qdisc ... tbf``) at the chosen rate; every worker started through ``cluster()`` runs in
-it (``nsenter``), one core each where the machine has the cores. All workers share that one
+it (it enters the namespace first, as ``nsenter`` would: :func:`processes.child_setup`), one
+core each where the machine has the cores. All workers share that one
 loopback: one medium that every byte they send crosses. ``limit_sender`` instead slows only
 what one worker's server sends (an ``htb`` class fed by a ``u32`` filter on its port).
 
@@ -97,20 +98,24 @@ class Network:
         return f"network: a {how}, loopback MTU {self.mtu} B, shaped with tc tbf"
 
     # -- inside the namespace ---------------------------------------------------
-    def prefix(self) -> list[str]:
-        """The command prefix that runs a program inside the namespace ([] when plain)."""
+    def namespaces(self) -> tuple[int, list[str]] | None:
+        """``(pid, kinds)``: the namespaces a program enters to run inside (None when plain)."""
         if not self.shaped:
-            return []
+            return None
         if not self.holder.running():
             raise RuntimeError("the network was closed: make a new Network")
-        enter = ["nsenter", "--target", str(self.holder.pid), "--net"]
-        return enter + (["--user", "--preserve-credentials"] if self.kind == "user" else [])
+        return self.holder.pid, (["user", "net"] if self.kind == "user" else ["net"])
 
     def run(self, command: list[str], timeout: float = _TIMEOUT) -> str:
         """Run ``command`` in the namespace; its stdout (RuntimeError with stderr if it fails)."""
+        namespaces = self.namespaces()
         try:
             done = subprocess.run(
-                self.prefix() + command, capture_output=True, text=True, timeout=timeout
+                command,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                preexec_fn=lambda: processes.child_setup(namespaces=namespaces),
             )
         except subprocess.TimeoutExpired:
             raise TimeoutError(f"{' '.join(command)} took over {timeout:.0f} s") from None
@@ -223,7 +228,7 @@ class Network:
             spec = {"worker": [f"localhost:{p}" for p in ports[:workers]]}
         mine = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
         cores = mine[:workers] if len(mine) >= workers else None
-        return LocalCluster(spec, launcher=self.prefix(), cores=cores, **options)
+        return LocalCluster(spec, namespaces=self.namespaces(), cores=cores, **options)
 
     # -- teardown -----------------------------------------------------------------
     def close(self) -> None:
@@ -251,7 +256,7 @@ class Network:
             return "plain", f"{FORCE_PLAIN}=plain is set"
         if not sys.platform.startswith("linux"):
             return "plain", f"network namespaces are Linux only, this is {sys.platform}"
-        missing = [t for t in ("unshare", "nsenter", "ip", "tc") if not shutil.which(t)]
+        missing = [t for t in ("unshare", "ip", "tc") if not shutil.which(t)]
         if missing:
             return (
                 "plain",

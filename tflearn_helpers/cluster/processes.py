@@ -29,6 +29,7 @@ from . import fork_server
 
 __all__ = ["Child", "ProcessExitedError", "child_setup", "start", "stop_all", "wait_until"]
 
+_NAMESPACE_FLAGS = {"user": 0x10000000, "net": 0x40000000}  # CLONE_NEWUSER, CLONE_NEWNET
 _LIVE: set[Child] = set()  # the one teardown registry (emptied by stop_all at exit)
 TIMEOUT_HINT = "If the machine is busy, give it a longer timeout; otherwise read the log above."
 
@@ -50,6 +51,7 @@ class Child:
         unset=(),
         cwd=None,
         core=None,
+        namespaces=None,
         name=None,
         fresh=False,
     ):
@@ -62,17 +64,19 @@ class Child:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.err_path = None if merge_stderr else folder / "stderr.log"
         environment = _environment(env, unset)
+        _check_namespaces(namespaces)
         self.log_path.touch()  # both files exist once start() returns, forked or not
         if self.err_path:
             self.err_path.write_text("")
         files = {"stdout": self.log_path, "stderr": self.err_path}
+        setup = {"core": core, "namespaces": namespaces}  # for child_setup, in the child
         forked = not fresh and fork_server.spawn(  # None: not a command a fork can run
-            self.command, env=environment, cwd=cwd, core=core, **files
+            self.command, env=environment, cwd=cwd, setup=setup, **files
         )
-        self.process = forked or self._popen(environment, cwd, core)
+        self.process = forked or self._popen(environment, cwd, setup)
         _LIVE.add(self)
 
-    def _popen(self, environment, cwd, core) -> subprocess.Popen:
+    def _popen(self, environment, cwd, setup) -> subprocess.Popen:
         with open(self.log_path, "a") as out, open(self.err_path or os.devnull, "w") as err:
             return subprocess.Popen(
                 self.command,
@@ -82,7 +86,7 @@ class Child:
                 env=environment,
                 cwd=cwd,
                 start_new_session=True,  # its own process group: stop() reaches its children
-                preexec_fn=lambda: child_setup(core),
+                preexec_fn=lambda: child_setup(**setup),
             )
 
     @property
@@ -159,7 +163,9 @@ def start(command, **options) -> Child:
 
     Options: ``log_path`` (default: a fresh temporary file), ``merge_stderr`` (True),
     ``env`` (added to this process's environment), ``unset`` (names left out of it),
-    ``cwd``, ``core`` (pin it to one CPU), ``name`` (for messages), ``fresh`` (a new
+    ``cwd``, ``core`` (pin it to one CPU), ``namespaces`` (``(pid, kinds)``: run inside the
+    namespaces of process ``pid``, e.g. ``(holder, ["user", "net"])``; lesson 07's shaped
+    network), ``name`` (for messages), ``fresh`` (a new
     interpreter even for a Python command that a fork server could start: a program that
     observes its own ``import tensorflow``).
     """
@@ -207,12 +213,39 @@ def stop_all(grace: float = 2.0) -> None:
     fork_server.stop_all()
 
 
-def child_setup(core: int | None) -> None:
-    """In the child, before it runs: die with the parent (Linux); run on ``core`` if given."""
+def child_setup(core: int | None = None, namespaces: tuple | None = None) -> None:
+    """In the child, before it runs: die with the parent (Linux); enter the namespaces
+    ``(pid, kinds)`` of another process, as ``nsenter --target pid`` would; run on ``core``."""
+    libc = ctypes.CDLL(None, use_errno=True)
     if sys.platform.startswith("linux"):
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+        libc.prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    pid, kinds = namespaces or (None, ())
+    for kind in kinds:  # in the order given: "user" first, it grants the right to enter "net"
+        fd = os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY)
+        try:  # setns(2): a user namespace only lets in a single-threaded process, as this is,
+            if os.fstat(fd).st_ino == os.stat(f"/proc/self/ns/{kind}").st_ino:
+                continue  # and not one it is in already (nsenter skips it too)
+            if libc.setns(fd, _NAMESPACE_FLAGS[kind]) != 0:
+                code = ctypes.get_errno()
+                raise OSError(code, f"cannot enter the {kind} namespace of process {pid}")
+        finally:
+            os.close(fd)
     if core is not None:
         os.sched_setaffinity(0, {core})
+
+
+def _check_namespaces(namespaces) -> None:
+    if namespaces is None:
+        return
+    pid, kinds = namespaces
+    for kind in kinds:
+        if kind not in _NAMESPACE_FLAGS:
+            raise ValueError(f"namespaces: kinds are {sorted(_NAMESPACE_FLAGS)}, got {kind!r}")
+        if not os.path.exists(f"/proc/{pid}/ns/{kind}"):
+            raise ValueError(
+                f"namespaces: no {kind} namespace of process {pid} to enter (has it exited? "
+                "Linux only): start the process that holds it first"
+            )
 
 
 def _environment(extra: dict | None, unset) -> dict[str, str]:
