@@ -59,10 +59,11 @@ class Child:
             raise ValueError(f"command must be a list naming a program to run, got {command!r}")
         self.command = [str(part) for part in command]
         self.name = name or " ".join(self.command)[-80:]
-        folder = Path(tempfile.mkdtemp(prefix="tflearn-proc-"))
-        self.log_path = Path(log_path) if log_path else folder / "output.log"
+        if not log_path:  # a folder of its own only when the caller names no log file
+            log_path = Path(tempfile.mkdtemp(prefix="tflearn-proc-")) / "output.log"
+        self.log_path = Path(log_path)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.err_path = None if merge_stderr else folder / "stderr.log"
+        self.err_path = None if merge_stderr else self.log_path.with_suffix(".stderr.log")
         environment = _environment(env, unset)
         _check_namespaces(namespaces)
         self.log_path.touch()  # both files exist once start() returns, forked or not
