@@ -125,3 +125,14 @@ def test_servers_are_few_an_idle_one_makes_room(monkeypatch):
     assert isinstance(idle.process, fork_server.Forked)
     assert idle.process.server is not sleeper.process.server
     assert list(fork_server._SERVERS.values()) == [idle.process.server]
+
+
+def test_a_server_that_cannot_start_says_why_and_the_command_runs_fresh(tmp_path, capfd):
+    """A server whose `import tensorflow` fails: its log's last lines reach stderr, and the
+    command starts as a fresh interpreter instead (which meets the same error itself)."""
+    (tmp_path / "tensorflow.py").write_text("raise ImportError('a broken TensorFlow here')\n")
+    child = _run([sys.executable, "-c", "print('ran')"], env={"PYTHONPATH": str(tmp_path)})
+    assert isinstance(child.process, subprocess.Popen)
+    assert child.returncode == 0 and "ran" in child.output()
+    said = capfd.readouterr().err
+    assert "fork server" in said and "a broken TensorFlow here" in said, said

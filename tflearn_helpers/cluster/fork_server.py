@@ -141,7 +141,7 @@ class _Server:
     def __init__(self, executable: str, env: dict[str, str]):
         requests_read, self.requests = os.pipe()
         self.replies, replies_write = os.pipe()
-        self.log = tempfile.NamedTemporaryFile(prefix="tflearn-fork-server-", suffix=".log")
+        self.log = tempfile.TemporaryFile()  # no name: nothing is left, even after a SIGKILL
         code = "from tflearn_helpers.cluster import fork_server as f; f.serve({}, {})"
         self.popen = subprocess.Popen(
             [executable, "-c", code.format(requests_read, replies_write)],
@@ -215,8 +215,8 @@ class _Server:
         self.log.close()
 
     def _log_tail(self) -> str:
-        with open(self.log.name, errors="replace") as log:
-            return "".join(log.readlines()[-15:])
+        self.log.seek(0)
+        return "".join(self.log.read().decode(errors="replace").splitlines(True)[-15:])
 
 
 # -- the server side: runs in the fork server process -----------------------------------------
