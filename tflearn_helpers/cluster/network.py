@@ -5,9 +5,9 @@ namespace, unprivileged where the kernel allows it; ``unshare -n`` as root other
 open by one sleeping process. Its loopback gets an MTU and a token-bucket filter
 (``tc qdisc ... tbf``) at the chosen rate; every worker started through ``cluster()`` runs in
 it (it enters the namespace first, as ``nsenter`` would: :func:`processes.child_setup`), one
-core each where the machine has the cores. All workers share that one
-loopback: one medium that every byte they send crosses. ``limit_sender`` instead slows only
-what one worker's server sends (an ``htb`` class fed by a ``u32`` filter on its port).
+core each where the machine has the cores. All workers share that one loopback: one medium
+that every byte they send crosses. ``limit_sender`` instead slows only what one worker's
+server sends (an ``htb`` class fed by a ``u32`` filter on its port).
 
 The namespace lives only as long as its processes: when the holder and the workers end (on
 ``close``, ``with`` exit, interpreter exit, or the kernel's death signal after a SIGKILL of
