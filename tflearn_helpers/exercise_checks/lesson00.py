@@ -95,28 +95,35 @@ _STARTED_TOO_EARLY = "cannot be modified after being initialized"
 
 def _run_fresh(source: str, name: str, counts, timeout: float) -> list[dict]:
     """Run the harness once per count, side by side; what each process reported."""
-    program = Path(tempfile.mkdtemp(prefix="tflearn-check-00.5-")) / "fresh_process.py"
-    program.write_text(FRESH_HARNESS.format(learner=source, name=name))
-    env = {"CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"}  # CPUs only, quiet C++
-    children = [
-        processes.start([sys.executable, program, n], env=env, merge_stderr=False) for n in counts
-    ]
-    deadline, outcomes = time.monotonic() + timeout, []
-    for child in children:
-        with child:  # stopped on leaving, whatever happens
-            try:
-                code = child.wait(max(1.0, deadline - time.monotonic()))
-            except TimeoutError:
-                code = None
-            output = child.output()
-            outcomes.append(
-                {
-                    "code": code,
-                    "error": _last_error(child.errors()),
-                    "cpus": next((e["cpus"] for e in events.parse(output, "devices")), None),
-                    "log": parse_placement_log(output),
-                }
+    with tempfile.TemporaryDirectory(prefix="tflearn-check-00.5-") as folder:
+        program = Path(folder) / "fresh_process.py"
+        program.write_text(FRESH_HARNESS.format(learner=source, name=name))
+        env = {"CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"}  # CPUs only, quiet C++
+        children = [
+            processes.start(
+                [sys.executable, program, n],
+                env=env,
+                merge_stderr=False,
+                log_path=Path(folder) / f"{n}.log",
             )
+            for n in counts
+        ]
+        deadline, outcomes = time.monotonic() + timeout, []
+        for child in children:
+            with child:  # stopped on leaving, whatever happens
+                try:
+                    code = child.wait(max(1.0, deadline - time.monotonic()))
+                except TimeoutError:
+                    code = None
+                output = child.output()
+                outcomes.append(
+                    {
+                        "code": code,
+                        "error": _last_error(child.errors()),
+                        "cpus": next((e["cpus"] for e in events.parse(output, "devices")), None),
+                        "log": parse_placement_log(output),
+                    }
+                )
     return outcomes
 
 

@@ -171,11 +171,13 @@ def _run_sync_cluster(source: str, name: str, steps: int, timeout: float) -> dic
     from .. import cluster
     from ..cluster import processes
 
-    folder = Path(tempfile.mkdtemp(prefix="tflearn-check-01.5-"))
-    program = folder / "sync_worker.py"
-    program.write_text(SYNC_HARNESS.format(learner=source, name=name))
     spec = cluster.local_cluster_spec(workers=2, ps=1)
-    with cluster.LocalCluster(spec, log_dir=folder, env={"CUDA_VISIBLE_DEVICES": ""}) as run:
+    with (
+        tempfile.TemporaryDirectory(prefix="tflearn-check-01.5-") as folder,
+        cluster.LocalCluster(spec, log_dir=folder, env={"CUDA_VISIBLE_DEVICES": ""}) as run,
+    ):
+        program = Path(folder) / "sync_worker.py"
+        program.write_text(SYNC_HARNESS.format(learner=source, name=name))
         run.start("server", tasks=[("ps", 0)])
         run.start(program, args=[steps], tasks=[("worker", 0), ("worker", 1)])
         chief = run.procs[("worker", 0)]

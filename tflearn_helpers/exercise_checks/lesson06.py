@@ -170,14 +170,14 @@ def _manager_problem(make_manager):
 
     import tensorflow as tf
 
-    directory = tempfile.mkdtemp(prefix="tflearn-ex065-")
     checkpoint = tf.train.Checkpoint(v=tf.Variable(1.0))
     folders = {}
-    for task in (("worker", 0), ("worker", 1), ("worker", 2)):
-        manager = make_manager(checkpoint, directory, *task)
-        if not isinstance(manager, tf.train.CheckpointManager):
-            return "make_manager should return a tf.train.CheckpointManager"
-        folders[task] = os.path.normpath(manager.directory)
+    with tempfile.TemporaryDirectory(prefix="tflearn-ex065-") as directory:
+        for task in (("worker", 0), ("worker", 1), ("worker", 2)):
+            manager = make_manager(checkpoint, directory, *task)
+            if not isinstance(manager, tf.train.CheckpointManager):
+                return "make_manager should return a tf.train.CheckpointManager"
+            folders[task] = os.path.normpath(manager.directory)
     if folders[("worker", 0)] != os.path.normpath(directory):
         return (
             "in a cluster without a chief, worker 0 is the chief: its checkpoints are the real ones"
@@ -197,18 +197,21 @@ def _restore_problem(restore_latest):
 
     value = tf.Variable(0.0)
     checkpoint = tf.train.Checkpoint(v=value)
-    try:
-        restore_latest(checkpoint, tempfile.mkdtemp(prefix="tflearn-ex065-empty-"))
-    except Exception as err:  # noqa: BLE001 - any failure on a fresh start is the learner's
-        said = f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:160]}"
-        return f"on a fresh start there is no checkpoint yet, and restore_latest raised {said}"
-    directory = tempfile.mkdtemp(prefix="tflearn-ex065-")
-    manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=3)
-    for saved in (3.0, 6.0):
-        value.assign(saved)
-        manager.save()
-    value.assign(-1.0)
-    restore_latest(checkpoint, directory)
+    with (
+        tempfile.TemporaryDirectory(prefix="tflearn-ex065-empty-") as empty,
+        tempfile.TemporaryDirectory(prefix="tflearn-ex065-") as directory,
+    ):
+        try:
+            restore_latest(checkpoint, empty)
+        except Exception as err:  # noqa: BLE001 - any failure on a fresh start is the learner's
+            said = f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:160]}"
+            return f"on a fresh start there is no checkpoint yet, and restore_latest raised {said}"
+        manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=3)
+        for saved in (3.0, 6.0):
+            value.assign(saved)
+            manager.save()
+        value.assign(-1.0)
+        restore_latest(checkpoint, directory)
     if float(value) == -1.0:
         return "restore_latest restored nothing from the chief's folder"
     if float(value) != 6.0:
