@@ -1,9 +1,11 @@
 """The one process launcher: start/stop/with, the atexit registry, wait_until, PDEATHSIG."""
 
 import os
+import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -126,3 +128,22 @@ def test_a_child_dies_with_its_killed_parent(tmp_path):
 def test_a_command_is_a_non_empty_list(bad):
     with pytest.raises(ValueError, match="list naming a program"):
         cluster.processes.start(bad)
+
+
+def test_the_log_folders_start_made_go_at_exit_and_named_logs_stay(tmp_path):
+    named = tmp_path / "kept.log"
+    program = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parents[1])!r})
+        from tflearn_helpers.cluster import processes
+        made = processes.start([sys.executable, "-c", "print('hi')"])
+        kept = processes.start([sys.executable, "-c", "print('hi')"], log_path={str(named)!r})
+        made.wait(60), kept.wait(60)
+        print(made.log_path.parent)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    folder = Path(done.stdout.strip().splitlines()[-1])
+    assert folder.name.startswith("tflearn-proc-") and not folder.exists(), done
+    assert named.read_text().strip() == "hi"

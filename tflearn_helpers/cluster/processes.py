@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +32,7 @@ __all__ = ["Child", "ProcessExitedError", "child_setup", "start", "stop_all", "w
 
 _NAMESPACE_FLAGS = {"user": 0x10000000, "net": 0x40000000}  # CLONE_NEWUSER, CLONE_NEWNET
 _LIVE: set[Child] = set()  # the one teardown registry (emptied by stop_all at exit)
+_FOLDERS: list[Path] = []  # the log folders start() made itself: removed at exit
 TIMEOUT_HINT = "If the machine is busy, give it a longer timeout; otherwise read the log above."
 
 
@@ -60,7 +62,8 @@ class Child:
         self.command = [str(part) for part in command]
         self.name = name or " ".join(self.command)[-80:]
         if not log_path:  # a folder of its own only when the caller names no log file
-            log_path = Path(tempfile.mkdtemp(prefix="tflearn-proc-")) / "output.log"
+            _FOLDERS.append(Path(tempfile.mkdtemp(prefix="tflearn-proc-")))
+            log_path = _FOLDERS[-1] / "output.log"
         self.log_path = Path(log_path)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.err_path = None if merge_stderr else self.log_path.with_suffix(".stderr.log")
@@ -162,12 +165,13 @@ class Child:
 def start(command, **options) -> Child:
     """Start ``command`` (a list: program and arguments) as a :class:`Child`.
 
-    Options: ``log_path`` (default: a fresh temporary file), ``merge_stderr`` (True),
-    ``env`` (added to this process's environment), ``unset`` (names left out of it),
-    ``cwd``, ``core`` (pin it to one CPU), ``namespaces`` (``(pid, kinds)``: run inside the
-    namespaces of process ``pid``, e.g. ``(holder, ["user", "net"])``: lesson 07's shaped
-    network), ``name`` (for messages), ``fresh`` (a new interpreter even for a Python command
-    that a fork server could start: a program that observes its own ``import tensorflow``).
+    Options: ``log_path`` (default: a temporary file, removed when this interpreter exits),
+    ``merge_stderr`` (True), ``env`` (added to this process's environment), ``unset`` (names
+    left out of it), ``cwd``, ``core`` (pin it to one CPU), ``namespaces`` (``(pid, kinds)``:
+    run inside the namespaces of process ``pid``, e.g. ``(holder, ["user", "net"])``: lesson
+    07's shaped network), ``name`` (for messages), ``fresh`` (a new interpreter even for a
+    Python command that a fork server could start: a program that observes its own
+    ``import tensorflow``).
     """
     return Child(command, **options)
 
@@ -203,6 +207,12 @@ def wait_until(
             tails = "".join("\n" + c.tail() for c in children)
             raise TimeoutError(f"waited {timeout:.0f} s for {what}. {hint}{tails}")
         time.sleep(poll)
+
+
+@atexit.register  # registered before stop_all, so it runs after it: the children are gone
+def _remove_folders() -> None:
+    for folder in _FOLDERS:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @atexit.register
