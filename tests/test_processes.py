@@ -140,10 +140,12 @@ def test_the_log_folders_start_made_go_at_exit_and_named_logs_stay(tmp_path):
         made = processes.start([sys.executable, "-c", "print('hi')"])
         kept = processes.start([sys.executable, "-c", "print('hi')"], log_path={str(named)!r})
         made.wait(60), kept.wait(60)
-        print(made.log_path.parent)
+        print(made.log_path.parent, processes.temporary_folder("tflearn-test-"))
         """
     )
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
-    folder = Path(done.stdout.strip().splitlines()[-1])
-    assert folder.name.startswith("tflearn-proc-") and not folder.exists(), done
+    folders = [Path(f) for f in done.stdout.strip().splitlines()[-1].split()]
+    assert folders[0].name.startswith("tflearn-proc-"), done
+    assert folders[1].name.startswith("tflearn-test-"), done
+    assert not any(f.exists() for f in folders), done
     assert named.read_text().strip() == "hi"

@@ -12,10 +12,8 @@ from __future__ import annotations
 import json
 import os
 import signal
-import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -113,8 +111,8 @@ class WorkerProcesses:
             )
         self.workers = workers
         self.tasks = [("worker", i) for i in range(workers)]
-        self.go_file = Path(tempfile.mkdtemp(prefix="tflearn-go-")) / "go"
         self.procs = cluster.LocalCluster(spec, env={"CUDA_VISIBLE_DEVICES": "", **(env or {})})
+        self.go_file = self.procs.log_dir / "go"
         self.procs.start(str(program), args=[*args, "--go-file", self.go_file], tasks=self.tasks)
 
     def logs(self) -> list[WorkerLog]:

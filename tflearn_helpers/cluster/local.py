@@ -15,7 +15,6 @@ import json
 import signal
 import socket
 import sys
-import tempfile
 from pathlib import Path
 
 import portpicker
@@ -100,7 +99,8 @@ class LocalCluster:
 
     ``start(target)`` runs ``target`` in every task (a script path, or "server" for a bare
     gRPC server), each with its own TF_CONFIG. ``tasks`` limits which tasks start. Each task
-    is a :class:`processes.Child` in ``procs``, stopped with the cluster or the kernel.
+    is a :class:`processes.Child` in ``procs``, stopped with the cluster or the kernel. Its
+    logs go to ``log_dir`` (default: a temporary folder, removed when the interpreter exits).
     ``namespaces`` (``(pid, kinds)``, see :func:`processes.start`) runs every task inside
     another process's namespaces; ``cores`` pins the i-th task to ``cores[i]``.
     """
@@ -117,7 +117,7 @@ class LocalCluster:
         for job in cluster:  # validate the whole cluster once, via any task of it
             tf_config.build(cluster, job, 0)
         self.cluster = cluster
-        self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="tflearn-cluster-"))
+        self.log_dir = Path(log_dir or processes.temporary_folder("tflearn-cluster-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.env = dict(env or {})
         self.namespaces = namespaces  # lesson 07's shaped network

@@ -28,11 +28,19 @@ from pathlib import Path
 
 from . import fork_server
 
-__all__ = ["Child", "ProcessExitedError", "child_setup", "start", "stop_all", "wait_until"]
+__all__ = [
+    "Child",
+    "ProcessExitedError",
+    "child_setup",
+    "start",
+    "stop_all",
+    "temporary_folder",
+    "wait_until",
+]
 
 _NAMESPACE_FLAGS = {"user": 0x10000000, "net": 0x40000000}  # CLONE_NEWUSER, CLONE_NEWNET
 _LIVE: set[Child] = set()  # the one teardown registry (emptied by stop_all at exit)
-_FOLDERS: list[Path] = []  # the log folders start() made itself: removed at exit
+_FOLDERS: list[Path] = []  # made by temporary_folder: removed at exit
 TIMEOUT_HINT = "If the machine is busy, give it a longer timeout; otherwise read the log above."
 
 
@@ -62,8 +70,7 @@ class Child:
         self.command = [str(part) for part in command]
         self.name = name or " ".join(self.command)[-80:]
         if not log_path:  # a folder of its own only when the caller names no log file
-            _FOLDERS.append(Path(tempfile.mkdtemp(prefix="tflearn-proc-")))
-            log_path = _FOLDERS[-1] / "output.log"
+            log_path = temporary_folder("tflearn-proc-") / "output.log"
         self.log_path = Path(log_path)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.err_path = None if merge_stderr else self.log_path.with_suffix(".stderr.log")
@@ -207,6 +214,13 @@ def wait_until(
             tails = "".join("\n" + c.tail() for c in children)
             raise TimeoutError(f"waited {timeout:.0f} s for {what}. {hint}{tails}")
         time.sleep(poll)
+
+
+def temporary_folder(prefix: str) -> Path:
+    """A fresh folder for the logs and files of a run, removed when this interpreter exits
+    (after its children are stopped)."""
+    _FOLDERS.append(Path(tempfile.mkdtemp(prefix=prefix)))
+    return _FOLDERS[-1]
 
 
 @atexit.register  # registered before stop_all, so it runs after it: the children are gone
