@@ -136,3 +136,12 @@ def test_a_server_that_cannot_start_says_why_and_the_command_runs_fresh(tmp_path
     assert child.returncode == 0 and "ran" in child.output()
     said = capfd.readouterr().err
     assert "fork server" in said and "a broken TensorFlow here" in said, said
+
+
+def test_a_child_that_cannot_be_set_up_says_why_in_its_own_log():
+    """child_setup fails in the fork (a core this machine does not have): its traceback is in
+    the child's log and the child exits with 1 (without the fork, start() itself raises)."""
+    child = _run([sys.executable, "-c", "print('PROGRAM' + 'RAN')"], core=10_000)
+    assert isinstance(child.process, fork_server.Forked)
+    assert child.returncode == 1 and "PROGRAMRAN" not in child.output()
+    assert "OSError" in child.output() or "Invalid argument" in child.output(), child.output()

@@ -267,9 +267,6 @@ def _run_child(request: dict, *server_fds: int) -> None:
 
     server = os.getppid()
     os.setsid()  # its own process group: stopping it stops what it starts
-    child_setup(**request["setup"])
-    if os.getppid() != server:  # the server died before the death signal was set
-        os._exit(1)
     for fd in server_fds:
         os.close(fd)
     out = os.open(request["stdout"], os.O_WRONLY | os.O_APPEND)  # start() made both; stdin
@@ -279,6 +276,9 @@ def _run_child(request: dict, *server_fds: int) -> None:
     os.dup2(err or out, 2)
     for fd in {out, err or out}:
         os.close(fd)
+    child_setup(**request["setup"])  # after the redirection: its errors land in the child's log
+    if os.getppid() != server:  # the server died before the death signal was set
+        os._exit(1)
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
