@@ -1,13 +1,16 @@
 # tflearn: the course's commands. Each target creates what it needs from scratch.
-#   make test    lint, unit tests, every notebook and solution under nbval, Run All of the
-#                exercises unfilled, Run All of the lessons and solutions on the oldest stack, and
-#                a real browser running Run All in JupyterLab (smoke scale); six jobs, two at a time
+#   make test    lint, unit tests, the main job itself (make course: every lesson at the profile
+#                a learner's machine gets, cpu here), and at the smoke profile: the solutions under
+#                nbval, Run All of the exercises unfilled, Run All of the lessons and solutions on
+#                the oldest stack, and a real browser running Run All in JupyterLab; six jobs, two
+#                at a time
 #   make course  execute the whole course at the default scale into build/ (HTML + index),
 #                two notebooks at a time (COURSE_JOBS)
 #   make lab     JupyterLab on the course
 #   make doctor  is this machine ready? (versions, devices, a 2-replica step, a gRPC round trip)
 #   make soak    Run All of every lesson, solution and unfilled exercise SOAK_RUNS times (5),
-#                two at a time, into a pass-rate table in build/soak/ (not part of make test)
+#                two at a time, at SOAK_SCALE (smoke; cpu for the main job's profile), into a
+#                pass-rate table in build/soak/ (not part of make test)
 #   make soak-lab  Run All of lesson SOAK_LAB (06) SOAK_LAB_RUNS times (10) in JupyterLab in
 #                headless Chromium, each in a fresh kernel (the browser test, repeated)
 PYTHON ?= python3
@@ -21,7 +24,7 @@ BIN := $(VENV)/bin
 PIP_FLAGS := -q --disable-pip-version-check
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: test test-unit test-browser test-nbval-lessons test-nbval-solutions unit notebooks run-all run-all-exercises run-all-oldest course lab doctor \
+.PHONY: test test-unit test-browser test-nbval-solutions unit notebooks run-all run-all-exercises run-all-oldest course lab doctor \
 	lint format exercises env legacy-env oldest-env browser-deps network-deps soak soak-lab clean
 
 env: $(VENV)/.installed
@@ -75,19 +78,20 @@ $(IPROUTE_BINS) &: | $(CHROMIUM_BINS)
 # (make -j2 hands a free slot to the next job in the list; output grouped per job, -Oline):
 # one lane alone keeps 2 cores only about 1.5 busy on average (kernel starts, imports,
 # servers waiting for each other; tools/timed.sh prints each job's cores), and every lesson
-# must hold its asserts on a busy machine anyway (the soak runs two at a time). The lessons'
-# own time budgets are measured one notebook at a time by benchmarks/course_cost.py.
+# must hold its asserts on a busy machine anyway (the soak runs two at a time). The main job
+# runs one lesson at a time here (COURSE_JOBS=1), the other lane beside it: two notebooks at
+# once, as in make course. Its build/ is the rendered course CI saw. The lessons' own time
+# budgets are measured one notebook at a time by benchmarks/course_cost.py.
 TIMED := tools/timed.sh
 NBVAL := --nbval-lax --nbval-cell-timeout=900 --durations=10 -p no:randomly
-TEST_JOBS := run-all-oldest test-unit test-nbval-lessons test-browser test-nbval-solutions \
-	run-all-exercises
+TEST_JOBS := course run-all-oldest test-unit test-browser test-nbval-solutions run-all-exercises
 
 test:
 	@$(TIMED) "environments and chromium" $(MAKE) --no-print-directory -j4 \
 		env legacy-env oldest-env browser-deps network-deps
 	@$(TIMED) "lint" sh -c '$(BIN)/ruff format --check . && $(BIN)/ruff check .'
 	@$(TIMED) "the test jobs, two at a time" $(MAKE) --no-print-directory -j2 -Oline \
-		LEAVE_TO_BROWSER=1 $(TEST_JOBS)
+		COURSE_JOBS=1 $(TEST_JOBS)
 
 test-unit: env legacy-env $(IPROUTE_BINS)
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: unit tests" $(BIN)/python -m pytest -q tests \
@@ -96,13 +100,6 @@ test-unit: env legacy-env $(IPROUTE_BINS)
 test-browser: env legacy-env $(CHROMIUM_BINS)
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: Run All in JupyterLab (browser)" $(BIN)/python -m \
 		pytest -q tests/test_browser.py -p no:randomly
-
-# Under `make test` (LEAVE_TO_BROWSER=1) the lessons test-browser runs in JupyterLab on this
-# same stack are not run here a second time (conftest.py, tools/nbtools.browser_notebooks).
-LEAVE_TO_BROWSER ?= 0
-test-nbval-lessons: env legacy-env $(IPROUTE_BINS)
-	@TFLEARN_SCALE=smoke TFLEARN_NBVAL_LEAVE_TO_BROWSER=$(LEAVE_TO_BROWSER) $(TIMED) \
-		"pytest: nbval, lessons" $(BIN)/python -m pytest -q notebooks $(NBVAL)
 
 test-nbval-solutions: env legacy-env
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: nbval, solutions" $(BIN)/python -m pytest -q \
@@ -144,19 +141,24 @@ notebooks: env legacy-env
 
 # Two notebooks at a time, each in its own runner (tools/course.py --jobs): the lessons hold
 # their asserts on a shared machine, and one lesson alone keeps 2 cores about 1.5 busy.
-# COURSE_JOBS=1 runs them one after the other (each lesson's time alone).
+# COURSE_JOBS=1 runs them one after the other (each lesson's time alone). The profile is the
+# default one (gpu with a GPU, else cpu) unless TFLEARN_SCALE says otherwise.
 COURSE_JOBS ?= 2
-course: env legacy-env network-deps
-	$(BIN)/python tools/course.py --out build --jobs $(COURSE_JOBS)
+course: env legacy-env $(IPROUTE_BINS)
+	@$(TIMED) "make course: every lesson at the $${TFLEARN_SCALE:-default} profile" \
+		$(BIN)/python tools/course.py --out build --jobs $(COURSE_JOBS)
 
 lab: env legacy-env
 	$(BIN)/jupyter lab
 
 # Flakes show up only over many runs, on a busy machine: SOAK_RUNS=1 for a quick look.
+# SOAK_SCALE=cpu SOAK_ONLY=notebooks/: the main job's lessons at its profile.
 SOAK_RUNS ?= 5
-soak: env legacy-env
-	@echo "== soak: Run All of every notebook $(SOAK_RUNS) times, two at a time (plain nbclient)"
-	$(BIN)/python tools/soak.py --runs $(SOAK_RUNS)
+SOAK_SCALE ?= smoke
+SOAK_ONLY ?=
+soak: env legacy-env $(IPROUTE_BINS)
+	@echo "== soak: Run All of every notebook $(SOAK_RUNS) times at $(SOAK_SCALE), two at a time"
+	$(BIN)/python tools/soak.py --runs $(SOAK_RUNS) --scale $(SOAK_SCALE) --only "$(SOAK_ONLY)"
 
 SOAK_LAB ?= 06
 SOAK_LAB_RUNS ?= 10

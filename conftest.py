@@ -4,14 +4,10 @@
   present before its first cell are compared with those still there after its kernel shut
   down.
 - Each notebook's wall time is recorded and printed at the end of the run.
-- With TFLEARN_NBVAL_LEAVE_TO_BROWSER=1 (`make test` sets it for its nbval lane), the notebooks
-  the browser lane runs in JupyterLab on the same stack (tools/nbtools.browser_notebooks: every
-  cell, no error, nothing left running, and more) are not collected: one run proves as much.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import time
@@ -21,33 +17,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
 import leftovers  # noqa: E402  (tools/leftovers.py: repository tooling, not in the wheel)
-import nbtools  # noqa: E402
-
-LEAVE_TO_BROWSER_ENV = "TFLEARN_NBVAL_LEAVE_TO_BROWSER"
 
 _before: dict[str, leftovers.Snapshot] = {}
 _started: dict[str, float] = {}
 _seconds: dict[str, float] = {}
 _scale_at_start: list[str | None] = []
-_left_to_browser: list[Path] = []
 
 
 def _notebook(item) -> str | None:
     path = str(getattr(item, "path", item.fspath))
     return path if path.endswith(".ipynb") else None
-
-
-@functools.cache
-def _browser_runs() -> set[Path]:
-    return {nbtools.ROOT / nb for nb in nbtools.browser_notebooks()}
-
-
-def pytest_ignore_collect(collection_path, config):
-    if collection_path.suffix == ".ipynb" and os.environ.get(LEAVE_TO_BROWSER_ENV) == "1":
-        if collection_path.resolve() in _browser_runs():
-            _left_to_browser.append(collection_path)
-            return True
-    return None
 
 
 def pytest_sessionstart(session):
@@ -76,10 +55,6 @@ def pytest_runtest_teardown(item, nextitem):
 
 
 def pytest_terminal_summary(terminalreporter):
-    for path in _left_to_browser:
-        terminalreporter.write_line(
-            f"left to the browser lane (same stack): {os.path.relpath(path)}"
-        )
     if _seconds:
         terminalreporter.section("notebook wall times (kernel start to shutdown)")
         for nb, seconds in _seconds.items():

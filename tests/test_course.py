@@ -38,6 +38,7 @@ def test_runner_reports_status_time_headlines_and_failing_cell(tmp_path, monkeyp
         "# NBVAL_RAISES_EXCEPTION\nraise ValueError('broken')",
         "y = 2",
     )
+    _notebook(src / "12_assert.ipynb", "y = 2\nassert y == 3, 'the model says 3'")
     code = course.run_course(str(tmp_path / "build"), root=tmp_path, cell_timeout=120)
     assert code == 1  # one notebook failed, and the runner says so
     summary = {r["notebook"]: r for r in json.loads((tmp_path / "build/summary.json").read_text())}
@@ -46,6 +47,10 @@ def test_runner_reports_status_time_headlines_and_failing_cell(tmp_path, monkeyp
     assert bad["status"] == "failed" and bad["cell"] == 1 and "broken" in bad["error"]
     index = (tmp_path / "build/index.html").read_text()
     assert "10_ok.ipynb" in index and "failed at cell 1" in index and "answer: 42" in index
+    # the learner reads the error as text, with the failing cell's first line
+    assert summary["notebooks/12_assert.ipynb"]["error"] == "AssertionError: the model says 3"
+    assert "\x1b" not in index and "[31m" not in index
+    assert "failed at cell 0 (<code>y = 2</code>): AssertionError: the model says 3" in index
     assert (tmp_path / "build/notebooks/10_ok.html").exists()
 
 

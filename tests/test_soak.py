@@ -116,7 +116,7 @@ def test_run_one_reads_the_failing_cell_from_the_runner_summary(tmp_path):
             "status": "failed",
             "seconds": 12.5,
             "cell": 7,
-            "error": "\x1b[31mAssertionError\x1b[39m: x",
+            "error": "AssertionError: x",  # the runner strips terminal colours
         }
     ]
     fake.write_text(

@@ -126,21 +126,3 @@ def test_browser_notebooks_what_the_browser_lane_runs():
                        ({nbtools.BROWSER_REPEAT_ENV: "0"}, "whole number")]:  # fmt: skip
         with pytest.raises(ValueError, match=words):
             nbtools.browser_notebooks(bad)
-
-
-def test_nbval_leaves_the_browser_lanes_lessons_only_when_asked():
-    """make test's nbval lane does not run again what the browser lane runs on the same stack."""
-    import os
-    import subprocess
-
-    def collected(leave: str) -> set[str]:
-        env = dict(os.environ, TFLEARN_NBVAL_LEAVE_TO_BROWSER=leave)
-        cmd = [sys.executable, "-m", "pytest", "-q", "--collect-only", "notebooks", "--nbval-lax"]
-        out = subprocess.run(cmd, cwd=nbtools.ROOT, env=env, capture_output=True, text=True)
-        assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-        return {line.split("::")[0] for line in out.stdout.splitlines() if "::" in line}
-
-    every = collected("0")
-    assert every == {f"notebooks/{p.name}" for p in nbtools.course_notebooks(("notebooks",))}
-    lessons = {nb for nb in nbtools.browser_notebooks() if nb.startswith("notebooks/")}
-    assert collected("1") == every - lessons and len(lessons) == 2

@@ -29,6 +29,7 @@ import argparse
 import html
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -44,6 +45,7 @@ from tflearn_helpers.runtime.startup_noise import hide_tf_log
 __all__ = ["FOLDERS", "course_root", "main", "run_course"]
 
 FOLDERS = ("notebooks", "solutions", "exercises")
+TERMINAL_COLOUR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # IPython colours its tracebacks
 
 
 def course_root() -> Path:
@@ -161,7 +163,9 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
         result["status"] = "passed"
     except (CellExecutionError, CellTimeoutError) as err:
         failing = next((i for i, c in enumerate(nb.cells) if _errored(c)), None)
-        result.update(status="failed", cell=failing, error=str(err).strip().splitlines()[-1])
+        first_line = nb.cells[failing].source.strip().splitlines()[0] if failing is not None else ""
+        error = TERMINAL_COLOUR.sub("", str(err)).strip().splitlines()[-1]
+        result.update(status="failed", cell=failing, source=first_line, error=error)
     except Exception as err:  # a kernel that cannot start, a dead kernel: record, go on
         result.update(status="failed", cell=None, error=f"{type(err).__name__}: {err}")
     finally:
@@ -221,6 +225,8 @@ def _index_html(results: list[dict], scale: str | None) -> str:
         status = r["status"]
         if status == "failed":
             where = f"cell {r['cell']}" if r.get("cell") is not None else "before any cell"
+            if r.get("source"):
+                where += f" (<code>{html.escape(r['source'])}</code>)"
             status = f"failed at {where}: {html.escape(r.get('error', ''))}"
         figures = "<br>".join(html.escape(f"{h['label']}: {h['value']}") for h in r["headlines"])
         left = html.escape("; ".join(r["left_running"])) or "nothing"

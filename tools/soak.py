@@ -11,6 +11,7 @@ soak.csv, soak.json with every run); an interrupted soak keeps the table of the 
 
     .venv/bin/python tools/soak.py --runs 5            # what `make soak` runs (SOAK_RUNS=5)
     .venv/bin/python tools/soak.py --runs 1 --only 06  # one notebook's three versions, once
+    .venv/bin/python tools/soak.py --runs 3 --scale cpu --only notebooks/  # the main job's lessons
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import csv
 import io
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -34,7 +34,7 @@ import side_by_side  # tools/side_by_side.py, beside this file
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("notebooks", "solutions", "exercises")
 HEADERS = ("notebook", "runs", "passed", "failed", "median s", "max s", "over budget", "failures")
-ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours of an IPython traceback
+BUDGETS = {"smoke": 60.0, "cpu": 300.0, "gpu": 600.0}  # seconds a run should take, per profile
 
 
 def notebooks(only: str = "", root: Path = ROOT) -> list[str]:
@@ -62,9 +62,8 @@ def run_one(notebook: str, run: int, out: Path, timeout: float, python=sys.execu
     r = side_by_side.run_in_own_runner(
         ROOT / folder / name, where, ROOT, timeout, timeout + 120, python
     )
-    error = ANSI.sub("", r.get("error", ""))
     return {"notebook": notebook, "run": run, "started": started, "status": r["status"],
-            "seconds": r["seconds"], "cell": r.get("cell"), "error": error,
+            "seconds": r["seconds"], "cell": r.get("cell"), "error": r.get("error", ""),
             "left_running": r.get("left_running", [])}  # fmt: skip
 
 
@@ -154,16 +153,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallel", type=int, default=2, help="notebooks at a time")
     parser.add_argument("--only", default="", help="notebooks whose path contains this")
     parser.add_argument("--out", default=str(ROOT / "build" / "soak"))
-    parser.add_argument("--budget", type=float, default=60.0, help="seconds a run should take")
+    parser.add_argument("--scale", choices=tuple(BUDGETS), default="smoke", help="profile")
+    parser.add_argument("--budget", type=float, help="seconds a run should take (per profile)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per cell")
     args = parser.parse_args(argv)
+    args.budget = args.budget or BUDGETS[args.scale]
     out, todo = Path(args.out), queue(notebooks(args.only), args.runs)
-    os.environ["TFLEARN_SCALE"] = "smoke"  # every runner, and every kernel it starts
+    os.environ["TFLEARN_SCALE"] = args.scale  # every runner, and every kernel it starts
     sampler = LoadSampler()
     sampler.start()
-    meta = {"started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": _commit()}
+    meta = {"started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": _commit(),
+            "scale": args.scale}  # fmt: skip
     results, lock = [], threading.Lock()
-    print(f"soak: {len(todo)} runs, {args.parallel} at a time, into {out}", flush=True)
+    print(
+        f"soak: {len(todo)} runs at {args.scale}, {args.parallel} at a time, into {out}", flush=True
+    )
 
     def one(item):
         r = run_one(*item, out, args.timeout)
