@@ -11,7 +11,7 @@
 #   make soak    Run All of every lesson, solution and unfilled exercise SOAK_RUNS times (5),
 #                two at a time, at SOAK_SCALE (smoke; cpu for the main job's profile), into a
 #                pass-rate table in build/soak/ (not part of make test)
-#   make soak-lab  Run All of lesson SOAK_LAB (06) SOAK_LAB_RUNS times (10) in JupyterLab in
+#   make soak-lab  Run All of lesson SOAK_LAB (04) SOAK_LAB_RUNS times (10) in JupyterLab in
 #                headless Chromium, each in a fresh kernel (the browser test, repeated)
 PYTHON ?= python3
 PYTHON_LEGACY ?= python3.11
@@ -33,10 +33,10 @@ $(VENV)/.installed: pyproject.toml requirements/constraints.txt
 	$(BIN)/python -m pip install $(PIP_FLAGS) -c requirements/constraints.txt -e ".[dev]"
 	@touch $@
 
-# Lab 01b runs on TensorFlow 2.15 (the last release with Estimators), in its own kernel.
+# Lab 08b runs on TensorFlow 2.15 (the last release with Estimators), in its own kernel.
 legacy-env: $(LEGACY)/.installed
 $(LEGACY)/.installed: requirements/legacy.txt $(VENV)/.installed
-	@command -v $(PYTHON_LEGACY) >/dev/null || { echo "Lab 01b needs $(PYTHON_LEGACY) (TensorFlow 2.15 has no wheels for newer Pythons)."; exit 1; }
+	@command -v $(PYTHON_LEGACY) >/dev/null || { echo "Lab 08b needs $(PYTHON_LEGACY) (TensorFlow 2.15 has no wheels for newer Pythons)."; exit 1; }
 	@test -x $(LEGACY)/bin/python || $(PYTHON_LEGACY) -m venv $(LEGACY)
 	$(LEGACY)/bin/python -m pip install $(PIP_FLAGS) -r requirements/legacy.txt
 	$(LEGACY)/bin/python -m pip install $(PIP_FLAGS) --no-deps -e .
@@ -65,7 +65,7 @@ $(CHROMIUM_BINS) &:
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 		chromium chromium-driver >/dev/null
 
-# Lesson 07 shapes a link with ip and tc (Debian's iproute2) inside a network namespace.
+# Lesson 05 shapes a link with ip and tc (Debian's iproute2) inside a network namespace.
 # After chromium: two apt-get runs at once would fight over dpkg's lock.
 network-deps: $(IPROUTE_BINS)
 $(IPROUTE_BINS) &: | $(CHROMIUM_BINS)
@@ -114,7 +114,7 @@ run-all-exercises: env
 	@TFLEARN_SCALE=smoke $(TIMED) "Run All, exercises, main stack" $(BIN)/python \
 		tools/course.py --folders exercises --out $(RUN_ALL)/main
 
-# From a wheel (not editable) and a folder outside the repository, as on Colab. Lab 01b is
+# From a wheel (not editable) and a folder outside the repository, as on Colab. Lab 08b is
 # left out: it runs on its own TensorFlow 2.15 kernel, whatever the main stack is. The unfilled
 # exercises are not run here: each is its solution with the answers blanked
 # (tools/make_exercises.py), so the solutions run every cell they have on this stack, and what
@@ -129,7 +129,7 @@ run-all-oldest: env oldest-env
 	@tmp=$$(mktemp -d) && cp -r notebooks solutions $$tmp/ && cd $$tmp && \
 		TFLEARN_SCALE=smoke $(abspath $(TIMED)) "Run All, oldest stack" \
 		$(abspath $(OLDEST))/bin/python $(abspath tools/course.py) --root . \
-		--folders notebooks,solutions --exclude 01b_ --out $(abspath $(RUN_ALL))/oldest; \
+		--folders notebooks,solutions --exclude 08b_ --out $(abspath $(RUN_ALL))/oldest; \
 		rc=$$?; rm -rf $$tmp; exit $$rc
 
 unit: env
@@ -160,7 +160,7 @@ soak: env legacy-env $(IPROUTE_BINS)
 	@echo "== soak: Run All of every notebook $(SOAK_RUNS) times at $(SOAK_SCALE), two at a time"
 	$(BIN)/python tools/soak.py --runs $(SOAK_RUNS) --scale $(SOAK_SCALE) --only "$(SOAK_ONLY)"
 
-SOAK_LAB ?= 06
+SOAK_LAB ?= 04
 SOAK_LAB_RUNS ?= 10
 soak-lab: env browser-deps
 	TFLEARN_BROWSER_LESSONS=$(SOAK_LAB) TFLEARN_BROWSER_REPEAT=$(SOAK_LAB_RUNS) TFLEARN_SCALE=smoke \

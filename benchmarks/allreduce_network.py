@@ -1,6 +1,6 @@
-"""Lesson 07 in one run: the alpha-beta model, the 2-worker speed-up, and what cuts communication.
+"""Lesson 05 in one run: the alpha-beta model, the 2-worker speed-up, and what cuts communication.
 
-Runs lesson 07's worker program (read from the lesson's ``%%writefile`` cell, so the two never
+Runs lesson 05's worker program (read from the lesson's ``%%writefile`` cell, so the two never
 drift apart) in two long-lived processes, one core each, inside a network namespace whose
 loopback is shaped with ``tc tbf`` (``cluster.network``). It prints, per link rate, the
 all-reduce time measured against alpha + beta*S fitted on the other sizes (leave-one-out),
@@ -32,12 +32,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tflearn_helpers import cluster, report  # noqa: E402
 
-LESSON = Path(__file__).resolve().parents[1] / "notebooks" / "07_communication.ipynb"
+LESSON = Path(__file__).resolve().parents[1] / "notebooks" / "05_communication.ipynb"
 MB = 1_000_000
 
 
 def worker_program(folder: Path) -> Path:
-    """Lesson 07's worker program, written from its %%writefile cell."""
+    """Lesson 05's worker program, written from its %%writefile cell."""
     cells = json.loads(LESSON.read_text())["cells"]
     source = next(
         "".join(c["source"]) for c in cells if "".join(c["source"]).startswith("%%writefile")

@@ -7,7 +7,7 @@ whether a 16-bit sweep would be cheap here. A benchmark, not a test: it prints, 
 which lessons are over budget; it does not fail. Say how busy the machine was next to any
 figure you record (``uptime``).
 
-    python benchmarks/course_cost.py [--only 04] [--scale smoke,cpu] [--out build/course-cost]
+    python benchmarks/course_cost.py [--only 02] [--scale smoke,cpu] [--out build/course-cost]
 """
 
 from __future__ import annotations

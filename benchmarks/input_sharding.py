@@ -1,6 +1,6 @@
-"""FILE against DATA sharding: what worker 0 of W pays for its share (lesson 04, section 2).
+"""FILE against DATA sharding: what worker 0 of W pays for its share (lesson 02, section 2).
 
-Lesson 04 prints this ratio at the smoke profile without asserting it: a few batches on a
+Lesson 02 prints this ratio at the smoke profile without asserting it: a few batches on a
 busy machine can even invert it. Here the same rewrite (`input_ops.auto_shard_dataset`, what
 each worker of a multi-worker strategy applies) times more images, in alternating rounds, and
 checks what the lesson says: under DATA a worker decodes every image and keeps one in W, so

@@ -1,7 +1,7 @@
-"""MirroredStrategy's overhead on simulated CPU devices, for ResNet-50 training (lesson 04).
+"""MirroredStrategy's overhead on simulated CPU devices, for ResNet-50 training (lesson 02).
 
 Measures, side by side in one run, training images/s on 1 device (no strategy) and under
-MirroredStrategy on 2 and 4 logical CPUs at the same global batch (strong scaling; lesson 04
+MirroredStrategy on 2 and 4 logical CPUs at the same global batch (strong scaling; lesson 02
 measures weak scaling, a fixed per-replica batch, as its main view). The logical CPUs share
 the same cores, so the ideal is *the same* images/s as one device: the shortfall is the
 strategy's overhead (splitting the batch, N smaller kernels instead of one big one, the
@@ -59,7 +59,7 @@ def child(n: int, args) -> dict:
         float(step(next(it)))
         samples.append(time.perf_counter() - start)
     allreduce_s = 0.0
-    if n > 1:  # the gradient's all-reduce alone, as one tensor (lesson 03's timing)
+    if n > 1:  # the gradient's all-reduce alone, as one tensor (lesson 01's timing)
         floats = sum(int(tf.size(v)) for v in model.trainable_variables)
         allreduce_s = statistics.median(allreduce.time_allreduce(strategy, floats, steps=3))
     return {"n": n, "kind": course.plan.kind, "onednn": course.onednn, "traced_s": traced,

@@ -1,6 +1,6 @@
-"""Multi-worker step time with 1, 2 and 3 worker processes, side by side in one run (lesson 06).
+"""Multi-worker step time with 1, 2 and 3 worker processes, side by side in one run (lesson 04).
 
-Each size runs lesson 06's worker program (``scripts/multi_worker_train.py`` in
+Each size runs lesson 04's worker program (``scripts/multi_worker_train.py`` in
 tflearn_helpers, its custom loop) in N processes on this machine (MultiWorkerMirroredStrategy,
 one TF_CONFIG each), one size after the other, with the same per-worker batch (so the
 global batch grows with N, as when adding machines).

@@ -1,6 +1,6 @@
-"""ResNet-50 on 2 devices: naive model parallelism vs GPipe and 1F1B pipelining (lesson 05).
+"""ResNet-50 on 2 devices: naive model parallelism vs GPipe and 1F1B pipelining (lesson 03).
 
-The same placement and schedules lesson 05 writes in its cells (stages built and called in
+The same placement and schedules lesson 03 writes in its cells (stages built and called in
 their device scopes, one thread per stage walking its list of F/B passes, tape.gradient with
 output_gradients, gradients summed in place, one update per stage), measured side by side in one
 process with steps interleaved, so that load changes hit every setting alike. Prints step
@@ -10,7 +10,7 @@ share of the two devices against the (K-1)/(M+K-1) model, and the cores the proc
 
 Without ``--intra-op-threads`` it runs twice, each in a fresh child process (TensorFlow reads
 the thread setting once, when it starts): with one thread per op (each stage computes on one
-core, like a device of its own: what lesson 05 uses) and with TensorFlow's default (every op
+core, like a device of its own: what lesson 03 uses) and with TensorFlow's default (every op
 spread over all cores, so one stage alone already uses them), then compares the two naive runs.
 Even with one thread per op, naive keeps more than one core busy: TensorFlow runs independent
 ops (a convolution's input and kernel gradients) at the same time on its inter-op threads.

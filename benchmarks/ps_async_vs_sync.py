@@ -1,7 +1,7 @@
 """Async vs sync (SyncReplicasOptimizer) parameter-server training, 1, 2 and 4 workers
-(lesson 01).
+(lesson 08).
 
-Every worker is a process running lesson 01's own worker program (read from the notebook's
+Every worker is a process running lesson 08's own worker program (read from the notebook's
 ``%%writefile`` cell, so the benchmark measures exactly what the lesson runs). One run
 starts 2 ps tasks as processes, then trains to the same number of global updates in each
 mode with 1, 2 and 4 worker processes (sync: every worker's gradient in every update),
@@ -28,11 +28,11 @@ from tflearn_helpers import between_graph_runs, cluster, report  # noqa: E402
 
 COUNTS = (1, 2, 4)
 MODES = ("async", "sync")
-LESSON = Path(__file__).resolve().parents[1] / "notebooks/01_parameter_servers_estimator_era.ipynb"
+LESSON = Path(__file__).resolve().parents[1] / "notebooks/08_parameter_servers_estimator_era.ipynb"
 
 
 def worker_program(folder: Path) -> Path:
-    """Lesson 01's worker program, written from its ``%%writefile $PROGRAM`` cell."""
+    """Lesson 08's worker program, written from its ``%%writefile $PROGRAM`` cell."""
     cells = json.loads(LESSON.read_text())["cells"]
     sources = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
     source = next(s for s in sources if s.startswith("%%writefile $PROGRAM"))

@@ -1,4 +1,4 @@
-"""Steps/s of ParameterServerStrategy with 1, 2 and 4 workers, side by side (lesson 02).
+"""Steps/s of ParameterServerStrategy with 1, 2 and 4 workers, side by side (lesson 09).
 
 One process starts an in-process cluster (4 workers, 1 ps), then connects to the first
 1, 2 and 4 workers in turn and times the same compute-only step (a chain of matmuls on

@@ -1,13 +1,13 @@
-"""Lesson 08's memory model against what was measured: recomputation and the ZeRO stages.
+"""Lesson 06's memory model against what was measured: recomputation and the ZeRO stages.
 
 One run prints two tables, each as predicted / measured:
 
-- activation recomputation: lesson 08's Transformer program (taken from the notebook's
+- activation recomputation: lesson 06's Transformer program (taken from the notebook's
   ``%%writefile`` cell, so the two cannot drift apart) runs in fresh processes with the BFC
   allocator's statistics on, with and without ``tf.recompute_grad``, one after the other; next
   to each measured peak, the memory model's prediction (``transformer_memory.transformer``)
   and the step-time ratio;
-- ZeRO stages 0-3 on 2 replicas: lesson 08 itself is executed (smoke scale, plain nbclient),
+- ZeRO stages 0-3 on 2 replicas: lesson 06 itself is executed (smoke scale, plain nbclient),
   and the bytes each replica's variables held (section 2's table) are set against the model's
   prediction. A CPU's logical devices share one allocator, so no per-replica *peak* can be
   measured here; the bytes held are what the replicas' own variables hold.
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tflearn_helpers import cluster, memory, report, transformer_memory
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "08_sharding_and_memory.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "06_sharding_and_memory.ipynb"
 SHAPES = (
     dict(vocab=256, seq=128, width=64, heads=4, blocks=4),
     dict(vocab=256, seq=256, width=64, heads=4, blocks=4),
@@ -71,7 +71,7 @@ def recomputation(batch: int, steps: int) -> list[tuple]:
 
 
 def zero_stages(timeout: float = 900) -> list[tuple]:
-    """Run lesson 08 at smoke scale; read section 2's table of bytes held per replica."""
+    """Run lesson 06 at smoke scale; read section 2's table of bytes held per replica."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -88,7 +88,7 @@ def zero_stages(timeout: float = 900) -> list[tuple]:
             stage, held, predicted = int(fields[1]), int(fields[3]), int(fields[4])
             rows.append((stage, predicted, held, predicted / held))
     if len(rows) != 4:
-        raise RuntimeError(f"expected 4 ZeRO stages in lesson 08's table, read:\n{text}")
+        raise RuntimeError(f"expected 4 ZeRO stages in lesson 06's table, read:\n{text}")
     return rows
 
 

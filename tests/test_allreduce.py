@@ -10,13 +10,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import nbtools  # noqa: E402
 import taught  # noqa: E402
 
-LESSON_03 = nbtools.ROOT / "notebooks" / "03_mirrored_strategy.ipynb"
+LESSON_01 = nbtools.ROOT / "notebooks" / "01_mirrored_strategy.ipynb"
 
 DevicePlan = runtime.devices.DevicePlan
 
 
-def test_time_allreduce_is_the_code_lesson_03_writes():
-    assert taught.differs_from_taught(allreduce.time_allreduce, LESSON_03) is None
+def test_time_allreduce_is_the_code_lesson_01_writes():
+    assert taught.differs_from_taught(allreduce.time_allreduce, LESSON_01) is None
 
 
 def test_the_course_uses_hierarchical_copy_only_between_logical_gpus():
@@ -55,7 +55,7 @@ def test_time_allreduce_checks_the_sum_and_times_it():
 
 
 def test_two_collective_strategies_in_one_process_clash():
-    """Backs lesson 03's advice (one MirroredStrategy per program, tensorflow/tensorflow#62790)."""
+    """Backs lesson 01's advice (one MirroredStrategy per program, tensorflow/tensorflow#62790)."""
     done = run_python("""
         from tflearn_helpers import setup_course, allreduce
         course = setup_course(devices=2, scale="smoke", verbose=False)

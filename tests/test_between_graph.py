@@ -1,5 +1,5 @@
-"""between_graph: the TF1 between-graph model, its placement and session helpers (lesson 01),
-and the check that they are the code lesson 01's worker program defines."""
+"""between_graph: the TF1 between-graph model, its placement and session helpers (lesson 08),
+and the check that they are the code lesson 08's worker program defines."""
 
 import sys
 from pathlib import Path
@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import nbtools  # noqa: E402
 import taught  # noqa: E402
 
-LESSON_01 = nbtools.ROOT / "notebooks" / "01_parameter_servers_estimator_era.ipynb"
+LESSON_08 = nbtools.ROOT / "notebooks" / "08_parameter_servers_estimator_era.ipynb"
 
 
 def test_round_robin_placement_and_partitions():
@@ -46,6 +46,6 @@ def test_placement_rejects_negative_partitions():
         (between_graph.quick_worker_session_creator, "QuickWorkerSessionCreator"),
     ],
 )
-def test_helpers_are_the_code_lesson_01_teaches(helper, name):
-    assert taught.differs_from_taught(helper, LESSON_01, name) is None, "change both, or neither"
-    assert "lesson 01 defines" in helper.__doc__.lower()
+def test_helpers_are_the_code_lesson_08_teaches(helper, name):
+    assert taught.differs_from_taught(helper, LESSON_08, name) is None, "change both, or neither"
+    assert "lesson 08 defines" in helper.__doc__.lower()

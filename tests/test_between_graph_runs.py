@@ -1,4 +1,4 @@
-"""between_graph_runs: running TF1 parameter-server training and measuring it (lesson 01).
+"""between_graph_runs: running TF1 parameter-server training and measuring it (lesson 08).
 
 The training itself needs a cluster and runs in the lesson; these tests cover the
 bookkeeping and the input checks.

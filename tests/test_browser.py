@@ -9,16 +9,16 @@ is shut down. So under `make test` nbval leaves these lessons to this lane (the 
 one run proves as much). A screenshot goes to build/browser/. `make test` installs chromium and
 chromium-driver when they are missing.
 
-Which notebooks: exercise 00 (unfilled) and lesson 03 every time (lesson 03 opens
+Which notebooks: exercise 00 (unfilled) and lesson 01 every time (lesson 01 opens
 TensorBoard: each TensorBoard frame on a page must draw a scalar chart), plus one of the
 other lessons that draw (plots or displayed tables, found in their code by
 tools/nbtools.draws), chosen from the commit under test (tools/nbtools.browser_notebooks), so
 each commit runs the same one and successive commits go round them all.
-TFLEARN_BROWSER_LESSONS=all runs every drawing lesson; =03,06 runs those lessons, drawing or
+TFLEARN_BROWSER_LESSONS=all runs every drawing lesson; =01,04 runs those lessons, drawing or
 not; TFLEARN_BROWSER_REPEAT=10 runs them 10 times each, one after the other, each in a fresh
-kernel (`make soak-lab`: lesson 06 ten times). Each notebook's kernel is shut down when its
+kernel (`make soak-lab`: lesson 04 ten times). Each notebook's kernel is shut down when its
 test ends. The file prints what it ran; tests/jupyterlab_page.py drives the page and the
-server. CI time budget: about 3 min on 2 cores (server and browser ~20 s, lesson 03 and
+server. CI time budget: about 3 min on 2 cores (server and browser ~20 s, lesson 01 and
 exercise 00 ~1 min, one lesson ~1-2 min at smoke).
 """
 
@@ -44,7 +44,7 @@ CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 RUN_TIMEOUT = 420  # seconds for one notebook's Run All on a busy 2-core machine
 MUST_SHOW = {  # what a notebook's page must show once it ran
     "exercises/00_devices_and_setup.ipynb": "not attempted",  # unfilled, runs to the end
-    "notebooks/03_mirrored_strategy.ipynb": "TensorBoard on http://127.0.0.1",  # its charts
+    "notebooks/01_mirrored_strategy.ipynb": "TensorBoard on http://127.0.0.1",  # its charts
 }
 CHOSEN = [(nb, MUST_SHOW.get(nb)) for nb in nbtools.browser_notebooks()]
 

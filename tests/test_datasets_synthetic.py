@@ -1,4 +1,4 @@
-"""The small synthetic problems of lessons 01, 01b and 02 (datasets.py, appended part)."""
+"""The small synthetic problems of lessons 08, 08b and 09 (datasets.py, appended part)."""
 
 import numpy as np
 import pytest

@@ -41,4 +41,4 @@ def test_memory_report_names_lessons_that_would_not_fit(monkeypatch, capsys):
     monkeypatch.setattr(lesson_fit, "available_ram", lambda: 64 * 2**20)
     doctor._memory_report(env)
     out = capsys.readouterr().out
-    assert "warn  would not fit within 70% of memory: lessons 00" in out and "04" in out
+    assert "warn  would not fit within 70% of memory: lessons 00" in out and "02" in out

@@ -32,7 +32,7 @@ def test_shards_round_trip(files, images):
     labels = np.concatenate([b[1].numpy() for b in batches])
     assert sorted(idx) == list(range(32))
     assert np.array_equal(labels, images.y[idx])  # each record keeps its own label
-    # file k holds images k, k + 8, ... (what lesson 04's file sharding relies on)
+    # file k holds images k, k + 8, ... (what lesson 02's file sharding relies on)
     first_file = np.concatenate([b[2].numpy() for b in _read(files[:1])])
     assert set(first_file % 8) == {0}
 

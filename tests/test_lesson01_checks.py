@@ -1,220 +1,115 @@
-"""Exercise checks 01: right answers pass, wrong ones get a hint without the answer."""
+from helpers import run_python
 
-import json
-
-import tensorflow as tf
-
-from tflearn_helpers.checks import RIGHT, WRONG, _evaluate
-
-CLUSTER = {
-    "chief": ["localhost:2222"],
-    "worker": ["localhost:2223", "localhost:2224"],
-    "ps": ["localhost:2225"],
-    "evaluator": ["localhost:2226"],
-}
+from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG, _evaluate
 
 
-def test_01_1_placement():
-    assert _evaluate("01.4", "ps:0").status == RIGHT
-    wrong = _evaluate("01.4", "ps:1")
-    assert wrong.status == WRONG and "ps:0" not in wrong.message
-    assert _evaluate("01.4", 3).status == WRONG
+def test_ring_megabytes_hints_without_the_answer():
+    right = 2 * 7 / 8 * 25_557_032 * 4 / 1e6
+    assert _evaluate("01.6", right).status == RIGHT
+    assert "bytes" in _evaluate("01.6", right * 1e6).message
+    assert "one copy" in _evaluate("01.6", 25_557_032 * 4 / 1e6).message
+    wrong = _evaluate("01.6", 1.0)
+    assert wrong.status == WRONG and f"{right:.0f}" not in wrong.message
+    assert _evaluate("01.6", ...).status == NOT_ATTEMPTED
 
 
-def test_01_2_staleness():
-    def right(before, after):
-        return [a - b - 1 for b, a in zip(before, after, strict=True)]
-
-    def off_by_one(before, after):
-        return [a - b for b, a in zip(before, after, strict=True)]
-
-    assert _evaluate("01.3", right).status == RIGHT
-    assert "own update" in _evaluate("01.3", off_by_one).message
-    assert _evaluate("01.3", [0, 1]).status == WRONG
-
-
-def test_01_3_evaluator_tf_config():
-    right = json.dumps({"cluster": CLUSTER, "task": {"type": "evaluator", "index": 0}})
-    assert _evaluate("01.2", right).status == RIGHT
-    chief = json.dumps({"cluster": CLUSTER, "task": {"type": "chief", "index": 0}})
-    assert '["task"]["type"]' in _evaluate("01.2", chief).message
-    assert "not valid" in _evaluate("01.2", "{not json").message
-    no_eval = {k: v for k, v in CLUSTER.items() if k != "evaluator"}
-    bad = json.dumps({"cluster": no_eval, "task": {"type": "chief", "index": 0}})
-    assert _evaluate("01.2", bad).status == WRONG
-
-
-def test_01_3_hints_name_the_field():
-    no_ps = {k: v for k, v in CLUSTER.items() if k != "ps"}
-    bad = json.dumps({"cluster": no_ps, "task": {"type": "evaluator", "index": 0}})
-    assert '["cluster"]' in _evaluate("01.2", bad).message
-    chief = json.dumps({"cluster": CLUSTER, "task": {"type": "chief", "index": 0}})
-    assert '["task"]["type"]' in _evaluate("01.2", chief).message
-    three = dict(CLUSTER, worker=["localhost:1", "localhost:3", "localhost:5"])
-    wrong = _evaluate("01.2", json.dumps({"cluster": three, "task": {"type": "evaluator"}}))
-    assert '["worker"]' in wrong.message and "2" not in wrong.message
-
-
-def _graph_builder(setter_kwargs, compute=True, variables=2):
-    import tensorflow as tf
-
-    v1 = tf.compat.v1
-
-    def build(cluster, task):
-        kwargs = {
-            key: (value(cluster, task) if callable(value) else value)
-            for key, value in setter_kwargs.items()
-        }
-        with v1.device(v1.train.replica_device_setter(**kwargs)):
-            x = v1.placeholder(tf.float32, [None, 10])
-            weights = [v1.get_variable(f"w{i}", [10, 10]) for i in range(variables)]
-            if compute:
-                for w in weights:
-                    x = tf.matmul(x, w)
-        return x
-
-    return build
-
-
-def test_01_4_runs_the_learners_graph_and_checks_placement():
-    right = _graph_builder(
-        {"cluster": lambda c, t: c, "worker_device": lambda c, t: f"/job:worker/task:{t}"}
-    )
-    assert _evaluate("01.1", right).status == RIGHT
-    wrong_worker = _graph_builder({"cluster": lambda c, t: c})  # compute on the default worker
-    assert "worker" in _evaluate("01.1", wrong_worker).message
-    one_ps = _graph_builder({"ps_tasks": 1, "worker_device": "/job:worker/task:1"})
-    assert "one ps task" in _evaluate("01.1", one_ps).message
-    no_compute = _graph_builder({"cluster": lambda c, t: c}, compute=False)
-    assert "computed" in _evaluate("01.1", no_compute).message
-
-    def unplaced(cluster, task):
+def test_wrong_distributed_answers_get_hints():
+    done = run_python("""
+        from tflearn_helpers import setup_course
+        course = setup_course(devices=2, scale="smoke", verbose=False)
         import tensorflow as tf
+        from tflearn_helpers import mirrored
+        from tflearn_helpers.checks import _evaluate
+        strategy = tf.distribute.MirroredStrategy(course.devices)
 
-        tf.compat.v1.get_variable("w", [3])
+        def plain(s, x, y, b):
+            return tf.data.Dataset.from_tensor_slices((x, y)).batch(b)
 
-    assert "not on a ps task" in _evaluate("01.1", unplaced).message
-    assert _evaluate("01.1", 3).status == WRONG
+        def per_replica_sized(s, x, y, b):
+            return s.experimental_distribute_dataset(
+                tf.data.Dataset.from_tensor_slices((x, y)).batch(b // 2))
 
-    def stub(cluster, task): ...
+        assert _evaluate("01.1", strategy, course.devices).ok
+        assert "other devices" in _evaluate("01.1", strategy, course.devices[:1]).message
+        assert "MirroredStrategy" in _evaluate("01.1", tf.distribute.get_strategy(), []).message
+        assert _evaluate("01.1", None, course.devices).status == "not attempted"
 
-    assert _evaluate("01.1", stub).status == "not attempted"
+        assert "plain tf.data.Dataset" in _evaluate("01.2", plain, strategy).message
+        assert "each replica got" in _evaluate("01.2", per_replica_sized, strategy).message
+        assert "returns None" in _evaluate("01.2", lambda *a: None, strategy).message
+        assert "MirroredStrategy" in _evaluate("01.2", plain, "nope").message
 
+        def mean_per_replica(s, model, opt, b):
+            return mirrored.make_train_step(s, model, opt, b, "per_replica")
 
-# -- 01.5: the learner's synchronous worker, run on 1 ps + 2 worker processes --------------
-# Each answer is a module-level function: the check reads its source, as from a notebook cell.
-def sync_right(cluster, task, workers, x, y):
-    v1 = tf.compat.v1
-    setter = v1.train.replica_device_setter(
-        cluster=cluster, worker_device=f"/job:worker/task:{task}"
-    )
-    with v1.device(setter):
-        step = v1.train.get_or_create_global_step()
-        w = v1.get_variable("w", [10, 1], initializer=v1.zeros_initializer())
-        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
-        opt = v1.train.SyncReplicasOptimizer(
-            v1.train.GradientDescentOptimizer(0.1), workers, total_num_replicas=workers
-        )
-        train_op = opt.minimize(loss, global_step=step)
-    return loss, train_op, [opt.make_session_run_hook(is_chief=task == 0)]
+        def no_penalty(s, model, opt, b):
+            loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True, reduction="none")
 
+            def replica(x, y):
+                with tf.GradientTape() as tape:
+                    loss = tf.nn.compute_average_loss(loss_fn(y, model(x)), global_batch_size=b)
+                grads = tape.gradient(loss, model.trainable_variables)
+                opt.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
 
-def sync_but_async(cluster, task, workers, x, y):  # no SyncReplicasOptimizer at all
-    v1 = tf.compat.v1
-    setter = v1.train.replica_device_setter(
-        cluster=cluster, worker_device=f"/job:worker/task:{task}"
-    )
-    with v1.device(setter):
-        step = v1.train.get_or_create_global_step()
-        w = v1.get_variable("w", [10, 1], initializer=v1.zeros_initializer())
-        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
-        train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
-    return loss, train_op, []
+            return tf.function(lambda batch: s.reduce("SUM", s.run(replica, args=batch), None))
 
+        def mean_reduced(s, model, opt, b):  # the wrong op: MEAN of the replicas' shares
+            def replica(x, y):
+                loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(
+                    from_logits=True, reduction="none")
+                with tf.GradientTape() as tape:
+                    loss = tf.nn.compute_average_loss(loss_fn(y, model(x)), global_batch_size=b)
+                    loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
+                grads = tape.gradient(loss, model.trainable_variables)
+                opt.apply_gradients(zip(grads, model.trainable_variables))
+                return loss
 
-def sync_one_gradient(cluster, task, workers, x, y):  # aggregates 1 gradient per update
-    v1 = tf.compat.v1
-    setter = v1.train.replica_device_setter(
-        cluster=cluster, worker_device=f"/job:worker/task:{task}"
-    )
-    with v1.device(setter):
-        step = v1.train.get_or_create_global_step()
-        w = v1.get_variable("w", [10, 1], initializer=v1.zeros_initializer())
-        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
-        opt = v1.train.SyncReplicasOptimizer(
-            v1.train.GradientDescentOptimizer(0.1), 1, total_num_replicas=workers
-        )
-        train_op = opt.minimize(loss, global_step=step)
-    return loss, train_op, [opt.make_session_run_hook(is_chief=task == 0)]
+            return tf.function(lambda batch: s.reduce("MEAN", s.run(replica, args=batch), None))
 
+        hint = _evaluate("01.3", mean_reduced, strategy).message
+        assert "strategy.reduce" in hint, hint
+        hint = _evaluate("01.3", mean_per_replica, strategy).message
+        assert "2 times" in hint, hint
+        assert "model.losses" in _evaluate("01.3", no_penalty, strategy).message
+        assert _evaluate("01.3", mirrored.make_train_step, strategy).ok
+        assert "no function" in _evaluate("01.3", lambda *a: None, strategy).message
 
-def sync_no_hook(cluster, task, workers, x, y):  # the chief never starts the aggregation
-    v1 = tf.compat.v1
-    setter = v1.train.replica_device_setter(
-        cluster=cluster, worker_device=f"/job:worker/task:{task}"
-    )
-    with v1.device(setter):
-        step = v1.train.get_or_create_global_step()
-        w = v1.get_variable("w", [10, 1], initializer=v1.zeros_initializer())
-        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
-        opt = v1.train.SyncReplicasOptimizer(
-            v1.train.GradientDescentOptimizer(0.1), workers, total_num_replicas=workers
-        )
-        train_op = opt.minimize(loss, global_step=step)
-    return loss, train_op, []
+        def not_trained(s, x, y, b, epochs):
+            with s.scope():
+                m = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
+            return m, [1.0] * epochs
 
+        def fits(s, x, y, b, epochs):
+            with s.scope():
+                m = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
+                opt = tf.keras.optimizers.Adam(0.05)
+            step = mirrored.make_train_step(s, m, opt, b)
+            data = s.experimental_distribute_dataset(
+                tf.data.Dataset.from_tensor_slices((x, y)).batch(b, drop_remainder=True))
+            return m, [sum(float(step(d)) for d in data) for _ in range(epochs)]
 
-def sync_on_the_worker(cluster, task, workers, x, y):  # no device setter: nothing on the ps
-    v1 = tf.compat.v1
-    step = v1.train.get_or_create_global_step()
-    w = v1.get_variable("w", [10, 1], initializer=v1.zeros_initializer())
-    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
-    opt = v1.train.SyncReplicasOptimizer(
-        v1.train.GradientDescentOptimizer(0.1), workers, total_num_replicas=workers
-    )
-    return loss, opt.minimize(loss, global_step=step), [opt.make_session_run_hook(task == 0)]
+        def no_scope(s, x, y, b, epochs):  # model and optimizer built outside strategy.scope()
+            m = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
+            step = tf.function(lambda batch: 0.0)
+            return m, [float(step(None)) + 1.0 - i for i in range(epochs)]
 
+        assert "not mirrored" in _evaluate("01.4", no_scope, strategy).message
+        assert "did not fall" in _evaluate("01.4", not_trained, strategy).message
+        assert "two things" in _evaluate("01.4", lambda *a: 1, strategy).message
+        assert _evaluate("01.4", fits, strategy).ok, _evaluate("01.4", fits, strategy)
 
-def sync_stub(cluster, task, workers, x, y): ...
-
-
-def test_01_5_runs_the_learners_sync_worker_on_a_local_cluster():
-    assert _evaluate("01.5", sync_stub).status == "not attempted"
-    assert _evaluate("01.5", sync_right).status == RIGHT
-    for answer, words in [
-        (sync_but_async, "asynchronous"),
-        (sync_one_gradient, "how many should it average?"),
-        (sync_on_the_worker, "not on a ps task"),
-    ]:
-        verdict = _evaluate("01.5", answer)
-        assert verdict.status == WRONG and words in verdict.message, (answer, verdict)
-        assert "SyncReplicasOptimizer" not in verdict.message  # a hint, not the answer
-
-
-def test_01_5_a_stalled_sync_run_is_wrong_not_a_hang():
-    verdict = _evaluate("01.5", sync_no_hook, 30, 20.0)  # 20 s, then the cluster is stopped
-    assert verdict.status == WRONG and "stalled" in verdict.message, verdict
-    assert "hook" not in verdict.message
-
-
-def _sync_outcome(chief_losses, other_losses):
-    """What two workers printed: (global step after the run, loss) pairs each."""
-    graph = {"variables": {"w": "/job:ps/task:0"}, "num_required": [2], "global_step": True}
-    runs = [
-        [{"after": after, "loss": loss} for after, loss in pairs]
-        for pairs in (chief_losses, other_losses)
-    ]
-    return {"code": 0, "logs": ["", ""], "lines": [[{"graph": graph}, *runs[0]], runs[1]]}
-
-
-def test_01_5_the_loss_is_read_in_step_order_from_every_worker():
-    """CI (TF 2.19, busy): worker 1 made 57 runs, the chief 4 (global steps 27-30, losses all
-    ~3e-5), and the right answer was told its loss did not fall. Judged on both workers' losses,
-    in global-step order."""
-    from tflearn_helpers.exercise_checks import lesson01
-
-    falling = [(s, 4.0 / (1 + s)) for s in range(1, 31)]
-    assert lesson01._judge_sync(_sync_outcome(falling[:3], falling[3:]), 30, 60) is None
-    flat = [(s, 4.0) for s in range(1, 31)]
-    hint = lesson01._judge_sync(_sync_outcome(flat[::2], flat[1::2]), 30, 60)
-    assert hint and "did not fall" in hint
+        lone = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
+        assert "not mirrored" in _evaluate("01.5", lone, strategy).message
+        with strategy.scope():
+            untrained = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
+        assert "chance" in _evaluate("01.5", untrained, strategy).message
+        answers = {"01.2": plain, "01.3": no_penalty, "01.4": fits, "01.5": lone}
+        for later, answer in answers.items():
+            waiting = _evaluate(later, answer, None)  # 01.1 still its stub: strategy = None
+            assert waiting.status == "not attempted", (later, waiting)
+        print("ok")
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ok" in done.stdout

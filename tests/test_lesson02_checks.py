@@ -1,93 +1,150 @@
-"""Exercise check 02.2 runs the learner's dataset and step on a real in-process cluster.
+"""Exercise checks 02: right answers pass, wrong ones get a hint without the answer."""
 
-A process can drive one cluster, so the scenario runs in a child process of its own.
-"""
+import tensorflow as tf
+from helpers import run_python
 
-import json
-import subprocess
-import sys
-import textwrap
-
-SCENARIO = textwrap.dedent(
-    """
-    import json
-    import tensorflow as tf
-    from tflearn_helpers import cluster
-    from tflearn_helpers import datasets
-    from tflearn_helpers.checks import _evaluate
-
-    spec = cluster.local_cluster_spec(workers=2, ps=1, chief=True)
-    servers = cluster.in_process_servers(spec)
-    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
-        tf.train.ClusterSpec(spec), task_type="chief", task_id=0, rpc_layer="grpc"
-    )
-    strategy = tf.distribute.ParameterServerStrategy(resolver)
-    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+from tflearn_helpers import input_pipeline
+from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG, _evaluate
 
 
-    def dataset_fn():
-        return datasets.regression_batches(32)
+def _pipeline(policy):
+    """A worker's input pipeline sharded by file (right) or by record (wrong for 02.1)."""
+
+    def fn(files, num_workers, worker_index, batch_size):
+        ds = tf.data.Dataset.from_tensor_slices(files)
+        if policy == "file":
+            ds = ds.shard(num_workers, worker_index)
+        ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=1)
+        ds = ds.map(input_pipeline.record_parser(with_index=True))
+        if policy == "data":
+            ds = ds.shard(num_workers, worker_index)
+        return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+    return fn
 
 
-    def finite_dataset_fn():
-        return datasets.regression_batches(32, repeat=False).take(3)
+def test_02_1():
+    assert _evaluate("02.1", _pipeline("file")).status == RIGHT
+    wrong = _evaluate("02.1", _pipeline("data"))
+    assert wrong.status == WRONG and "files" in wrong.message
+    assert _evaluate("02.1", ...).status == NOT_ATTEMPTED
+    assert _evaluate("02.1", _pipeline("file")(["x"], 1, 0, 1)).status == WRONG  # not callable
 
 
-    def make_step(apply=True):
-        def make_train_step(strategy, model, optimizer):
-            def replica_step(x, y):
-                with tf.GradientTape() as tape:
-                    loss = tf.reduce_mean(tf.square(model(x) - y))
-                grads = tape.gradient(loss, model.trainable_variables)
-                if apply:
-                    optimizer.apply_gradients(zip(grads, model.trainable_variables))
-                return loss
+def test_02_2(tmp_path):
+    def resume(directory, model, optimizer):
+        tf.train.Checkpoint(model=model, optimizer=optimizer).restore(
+            tf.train.latest_checkpoint(directory)
+        )
+        return int(optimizer.iterations.numpy())
 
-            @tf.function
-            def train_step(iterator):
-                return strategy.run(replica_step, args=next(iterator))
+    def model_only(directory, model, optimizer):
+        tf.train.Checkpoint(model=model).restore(
+            tf.train.latest_checkpoint(directory)
+        ).expect_partial()
+        return 3
 
-            return train_step
+    assert _evaluate("02.2", resume).status == RIGHT
+    wrong = _evaluate("02.2", model_only)
+    assert wrong.status == WRONG and "optimizer" in wrong.message
 
-        return make_train_step
+    def restores_nothing(directory, model, optimizer):
+        return 3
 
-
-    def stub_step(strategy, model, optimizer): ...
-
-
-    verdicts = {}
-    for name, answer in [
-        ("right", (dataset_fn, make_step())),
-        ("no_update", (dataset_fn, make_step(apply=False))),
-        ("runs_out", (finite_dataset_fn, make_step())),
-        ("stub", (dataset_fn, stub_step)),
-    ]:
-        result = _evaluate("02.2", answer, coordinator, spec)
-        verdicts[name] = [result.status, result.message]
-    print("VERDICTS " + json.dumps(verdicts))
-    """
-)
+    assert _evaluate("02.2", restores_nothing).status == WRONG
 
 
-def test_check_02_2_runs_the_learners_code_on_a_cluster(tmp_path):
-    script = tmp_path / "scenario.py"  # a file, so that the stub's source can be read
-    script.write_text(SCENARIO)
-    env_out = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
+def test_02_3_runs_the_learners_normalization():
+    done = run_python("""
+        from tflearn_helpers import setup_course
+        course = setup_course(devices=2, scale="smoke", verbose=False)
+        import keras, numpy as np, tensorflow as tf
+        from tflearn_helpers.checks import _evaluate
+        strategy = course.mirrored_strategy()
+
+        def normalize(synchronized):
+            def fn(s, x):
+                with s.scope():
+                    layer = keras.layers.BatchNormalization(synchronized=synchronized)
+                data = s.experimental_distribute_dataset(tf.data.Dataset.from_tensors(x))
+                out = s.run(lambda v: layer(v, training=True), args=(next(iter(data)),))
+                return np.concatenate([np.asarray(o) for o in s.experimental_local_results(out)])
+            return fn
+
+        assert _evaluate("02.3", normalize(True), strategy).ok
+        hint = _evaluate("02.3", normalize(False), strategy).message
+        assert "own slice" in hint, hint
+        assert "shaped like" in _evaluate("02.3", lambda s, x: x[:2], strategy).message
+        assert "returns None" in _evaluate("02.3", lambda s, x: None, strategy).message
+        assert _evaluate("02.3", lambda s, x: None, "no").status == "wrong"
+        print("ok")
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ok" in done.stdout
+
+
+def test_02_4_judges_the_learners_accumulation():
+    """The right answer, and the plausible wrong ones, each with its own hint."""
+    done = run_python(
+        """
+        from tflearn_helpers import setup_course
+        course = setup_course(devices=2, scale="smoke", verbose=False)
+        import keras, tensorflow as tf
+        from tflearn_helpers.checks import _evaluate
+
+        strategy = course.mirrored_strategy()
+        per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+
+        def step(apply_each=False, mean=True, per_replica_loss=False, on_replicas=True):
+            def fn(s, model, optimizer, micro_batches):
+                def grads_of(x, y):
+                    with tf.GradientTape() as tape:
+                        losses = per_example(y, model(x, training=True))
+                        mean_of = tf.reduce_mean if per_replica_loss else tf.nn.compute_average_loss
+                        loss = mean_of(losses)
+                    return tape.gradient(loss, model.trainable_variables)
+
+                total = None
+                for batch in micro_batches:
+                    if on_replicas:
+                        g = s.reduce("SUM", s.run(grads_of, args=batch), axis=None)
+                    else:  # the whole micro-batch gathered on one device, no replicas
+                        x, y = (tf.concat(s.experimental_local_results(t), 0) for t in batch)
+                        g = [a * 1.0 for a in grads_of(x, y)]
+                    if apply_each:
+                        optimizer.apply_gradients(zip(g, model.trainable_variables))
+                        continue
+                    total = g if total is None else [a + b for a, b in zip(total, g)]
+                if not apply_each:
+                    k = len(micro_batches) if mean else 1
+                    averaged = [t / k for t in total]
+                    optimizer.apply_gradients(zip(averaged, model.trainable_variables))
+            return fn
+
+        def message(fn, *extra):
+            result = _evaluate("02.4", fn, *(extra or (strategy,)))
+            return result.status, result.message
+
+        assert message(step())[0] == "right", message(step())
+        status, hint = message(step(apply_each=True))
+        assert status == "wrong" and "apply them once" in hint, hint
+        status, hint = message(step(mean=False))
+        assert status == "wrong" and "average, do not sum" in hint, hint
+        status, hint = message(step(per_replica_loss=True))
+        assert status == "wrong" and "number of replicas" in hint, hint
+        status, hint = message(step(on_replicas=False))
+        assert status == "wrong" and "strategy.run" in hint, hint
+        status, hint = message(lambda s, m, o, b: None)
+        assert status == "wrong" and "never updated" in hint, hint
+        assert message(step(), "no strategy")[0] == "wrong"
+        assert message(3)[0] == "wrong"  # not a function
+        assert message(...)[0] == "not attempted"  # the stub; stub functions: test_checks.py
+        assert message(step(), ...)[0] == "not attempted"  # an earlier answer still a stub
+        for status, hint in (message(step(mean=False)), message(step(per_replica_loss=True))):
+            assert "0." not in hint and "=" not in hint  # no numbers, no answer in the hint
+        print("ok")
+    """,
         timeout=300,
-        env={"TF_USE_LEGACY_KERAS": "1", "CUDA_VISIBLE_DEVICES": "-1", **_base_env()},
     )
-    line = next(x for x in env_out.stdout.splitlines() if x.startswith("VERDICTS "))
-    verdicts = json.loads(line[len("VERDICTS ") :])
-    assert verdicts["right"][0] == "right", verdicts
-    assert verdicts["no_update"][0] == "wrong" and "did not fall" in verdicts["no_update"][1]
-    assert verdicts["runs_out"][0] == "wrong" and "ran out" in verdicts["runs_out"][1]
-    assert verdicts["stub"][0] == "not attempted"
-
-
-def _base_env():
-    import os
-
-    return {k: v for k, v in os.environ.items() if k not in ("TF_USE_LEGACY_KERAS",)}
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ok" in done.stdout

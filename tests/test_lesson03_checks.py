@@ -1,115 +1,183 @@
 from helpers import run_python
 
-from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG, _evaluate
+from tflearn_helpers.checks import _evaluate
 
 
-def test_ring_megabytes_hints_without_the_answer():
-    right = 2 * 7 / 8 * 25_557_032 * 4 / 1e6
-    assert _evaluate("03.6", right).status == RIGHT
-    assert "bytes" in _evaluate("03.6", right * 1e6).message
-    assert "one copy" in _evaluate("03.6", 25_557_032 * 4 / 1e6).message
-    wrong = _evaluate("03.6", 1.0)
-    assert wrong.status == WRONG and f"{right:.0f}" not in wrong.message
-    assert _evaluate("03.6", ...).status == NOT_ATTEMPTED
+def test_bubble_answer_is_judged_without_revealing_it():
+    right = _evaluate("03.2", 27)
+    assert right.ok
+    few, many = _evaluate("03.2", 9), _evaluate("03.2", 40)
+    assert not few.ok and "more are needed" in few.message and "27" not in few.message
+    assert not many.ok and "fewer would too" in many.message
+    assert "whole number" in _evaluate("03.2", 2.5).message
+    assert _evaluate("03.2", ...).status == "not attempted"
 
 
-def test_wrong_distributed_answers_get_hints():
-    done = run_python("""
-        from tflearn_helpers import setup_course
-        course = setup_course(devices=2, scale="smoke", verbose=False)
-        import tensorflow as tf
-        from tflearn_helpers import mirrored
-        from tflearn_helpers.checks import _evaluate
-        strategy = tf.distribute.MirroredStrategy(course.devices)
+def test_split_check_runs_the_learners_code_and_explains_wrong_answers():
+    done = run_python(
+        """
+from tflearn_helpers import setup_course
+setup_course(devices=3, verbose=False)
+import keras
+import tensorflow as tf
+from tflearn_helpers import model_parallel
+from tflearn_helpers.checks import _evaluate
 
-        def plain(s, x, y, b):
-            return tf.data.Dataset.from_tensor_slices((x, y)).batch(b)
+def chain(blocks):  # a tiny stand-in with ResNet-101's 33 block outputs
+    inp = h = keras.Input((4,))
+    for i in range(blocks):
+        name = f"conv{2 + i // 10}_block{i % 10 + 1}_out"
+        h = keras.layers.Dense(4, activation="tanh", name=name)(h)
+    return keras.Model(inp, keras.layers.Dense(4, name="predictions")(h))
 
-        def per_replica_sized(s, x, y, b):
-            return s.experimental_distribute_dataset(
-                tf.data.Dataset.from_tensor_slices((x, y)).batch(b // 2))
+def place(model, cuts, devices):
+    stages = []
+    for segment, device in zip(model_parallel.segment_models(model, cuts), devices):
+        with tf.device(device):
+            stage = keras.models.clone_model(segment)
+        stage.set_weights(segment.get_weights())
+        stages.append(stage)
+    return stages
 
-        assert _evaluate("03.1", strategy, course.devices).ok
-        assert "other devices" in _evaluate("03.1", strategy, course.devices[:1]).message
-        assert "MirroredStrategy" in _evaluate("03.1", tf.distribute.get_strategy(), []).message
-        assert _evaluate("03.1", None, course.devices).status == "not attempted"
+def answer(model, stages, devices, forward_devices=None, whole_backward=False, lazy=False):
+    forward_devices = forward_devices or devices
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    opts = []
+    for stage, device in zip(stages, devices):
+        with tf.device(device if not lazy else "/CPU:0"):
+            opts.append(keras.optimizers.SGD(0.1, momentum=0.9))
+            if not lazy:
+                opts[-1].build(stage.trainable_variables)
 
-        assert "plain tf.data.Dataset" in _evaluate("03.2", plain, strategy).message
-        assert "each replica got" in _evaluate("03.2", per_replica_sized, strategy).message
-        assert "returns None" in _evaluate("03.2", lambda *a: None, strategy).message
-        assert "MirroredStrategy" in _evaluate("03.2", plain, "nope").message
+    def forward(x):
+        for stage, device in zip(stages, forward_devices):
+            with tf.device(device):
+                x = stage(x, training=False)
+        return x
 
-        def mean_per_replica(s, model, opt, b):
-            return mirrored.make_train_step(s, model, opt, b, "per_replica")
+    def one_tape(x, y):  # plausible and wrong: the whole backward pass on the default device
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, forward(x))
+        variables = [s.trainable_variables for s in stages]
+        grads = tape.gradient(loss, [v for vs in variables for v in vs])
+        for opt, vs in zip(opts, variables):
+            opt.apply_gradients(zip(grads[: len(vs)], vs))
+            grads = grads[len(vs):]
+        return loss
 
-        def no_penalty(s, model, opt, b):
-            loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(
-                from_logits=True, reduction="none")
+    def per_stage(x, y):  # right: each stage's backward pass and update on its device
+        tapes, inputs, outputs = [], [x], []
+        for s, (stage, device) in enumerate(zip(stages, devices)):
+            with tf.device(device), tf.GradientTape() as tape:
+                tape.watch(inputs[-1])
+                out = stage(inputs[-1], training=True)
+                if s == len(stages) - 1:
+                    out = loss_fn(y, out)
+            tapes.append(tape)
+            outputs.append(out)
+            inputs.append(out)
+        out_grad = None
+        for s in reversed(range(len(stages))):
+            with tf.device(devices[s]):
+                vs = stages[s].trainable_variables
+                in_grad, *grads = tapes[s].gradient(
+                    outputs[s], [inputs[s], *vs], output_gradients=out_grad)
+                opts[s].apply_gradients(zip(grads, vs))
+            out_grad = in_grad
+        return outputs[-1]
 
-            def replica(x, y):
-                with tf.GradientTape() as tape:
-                    loss = tf.nn.compute_average_loss(loss_fn(y, model(x)), global_batch_size=b)
-                grads = tape.gradient(loss, model.trainable_variables)
-                opt.apply_gradients(zip(grads, model.trainable_variables))
-                return loss
+    step = one_tape if whole_backward else per_stage
+    return dict(model=model, stages=stages, optimizers=opts, forward=forward, train_step=step)
 
-            return tf.function(lambda batch: s.reduce("SUM", s.run(replica, args=batch), None))
 
-        def mean_reduced(s, model, opt, b):  # the wrong op: MEAN of the replicas' shares
-            def replica(x, y):
-                loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(
-                    from_logits=True, reduction="none")
-                with tf.GradientTape() as tape:
-                    loss = tf.nn.compute_average_loss(loss_fn(y, model(x)), global_batch_size=b)
-                    loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))
-                grads = tape.gradient(loss, model.trainable_variables)
-                opt.apply_gradients(zip(grads, model.trainable_variables))
-                return loss
-
-            return tf.function(lambda batch: s.reduce("MEAN", s.run(replica, args=batch), None))
-
-        hint = _evaluate("03.3", mean_reduced, strategy).message
-        assert "strategy.reduce" in hint, hint
-        hint = _evaluate("03.3", mean_per_replica, strategy).message
-        assert "2 times" in hint, hint
-        assert "model.losses" in _evaluate("03.3", no_penalty, strategy).message
-        assert _evaluate("03.3", mirrored.make_train_step, strategy).ok
-        assert "no function" in _evaluate("03.3", lambda *a: None, strategy).message
-
-        def not_trained(s, x, y, b, epochs):
-            with s.scope():
-                m = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
-            return m, [1.0] * epochs
-
-        def fits(s, x, y, b, epochs):
-            with s.scope():
-                m = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
-                opt = tf.keras.optimizers.Adam(0.05)
-            step = mirrored.make_train_step(s, m, opt, b)
-            data = s.experimental_distribute_dataset(
-                tf.data.Dataset.from_tensor_slices((x, y)).batch(b, drop_remainder=True))
-            return m, [sum(float(step(d)) for d in data) for _ in range(epochs)]
-
-        def no_scope(s, x, y, b, epochs):  # model and optimizer built outside strategy.scope()
-            m = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
-            step = tf.function(lambda batch: 0.0)
-            return m, [float(step(None)) + 1.0 - i for i in range(epochs)]
-
-        assert "not mirrored" in _evaluate("03.4", no_scope, strategy).message
-        assert "did not fall" in _evaluate("03.4", not_trained, strategy).message
-        assert "two things" in _evaluate("03.4", lambda *a: 1, strategy).message
-        assert _evaluate("03.4", fits, strategy).ok, _evaluate("03.4", fits, strategy)
-
-        lone = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
-        assert "not mirrored" in _evaluate("03.5", lone, strategy).message
-        with strategy.scope():
-            untrained = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
-        assert "chance" in _evaluate("03.5", untrained, strategy).message
-        answers = {"03.2": plain, "03.3": no_penalty, "03.4": fits, "03.5": lone}
-        for later, answer in answers.items():
-            waiting = _evaluate(later, answer, None)  # 03.1 still its stub: strategy = None
-            assert waiting.status == "not attempted", (later, waiting)
-        print("ok")
-    """)
+model = chain(33)
+names = model_parallel.block_boundaries(model)
+devs = ["/CPU:1", "/CPU:2"]
+good = place(model, [names[15]], devs)
+verdict = _evaluate("03.1", answer(model, good, devs))
+assert verdict.ok, verdict
+assert "33" in _evaluate("03.1", answer(chain(5), good, devs)).message
+assert "at least two" in _evaluate("03.1", answer(model, good[:1], devs)).message
+same = place(model, [names[15]], ["/CPU:1", "/CPU:1"])
+assert "share a device" in _evaluate("03.1", answer(model, same, devs)).message
+lopsided = place(model, [names[2]], devs)
+hint = _evaluate("03.1", answer(model, lopsided, devs)).message
+assert "equal share" in hint and names[15] not in hint, hint
+other = place(chain(33), [names[15]], devs)
+assert "differs from the model" in _evaluate("03.1", answer(model, other, devs)).message
+fresh = place(model, [names[15]], devs)  # the good answer's training step moved its weights
+hint = _evaluate("03.1", answer(model, fresh, devs, forward_devices=["/CPU:0", "/CPU:0"])).message
+assert "computed on" in hint, hint
+frozen = answer(model, place(model, [names[15]], devs), devs)
+frozen["train_step"] = lambda x, y: tf.constant(1.0)
+assert "did not change" in _evaluate("03.1", frozen).message
+hint = _evaluate("03.1", answer(model, place(model, [names[15]], devs), devs,
+                                whole_backward=True)).message
+assert "where do the backward pass" in hint and "CPU:0" in hint, hint
+hint = _evaluate("03.1", answer(model, place(model, [names[15]], devs), devs, lazy=True)).message
+assert "optimizers keep variables" in hint and "CPU:0" in hint, hint
+stub = dict(model=..., stages=..., optimizers=..., forward=..., train_step=...)
+assert _evaluate("03.1", stub).status == "not attempted"
+print("ok")
+"""
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "ok" in done.stdout
+
+
+def test_gpipe_check_runs_the_learners_schedule_and_explains_wrong_answers():
+    done = run_python(
+        """
+from tflearn_helpers import setup_course
+setup_course(devices=3, verbose=False)
+import keras
+import tensorflow as tf
+from tflearn_helpers.checks import _evaluate
+
+def make(scale=True, split=True, place_backward=True, pass_grad=True):
+    def gpipe(stages, devices, x, y, m):
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        m_used = m if split else 1
+        with tf.device(devices[0]):
+            xs = tf.split(x, m_used)
+        with tf.device(devices[-1]):
+            ys = tf.split(y, m_used)
+        kept = [[] for _ in stages]
+        for xi, yi in zip(xs, ys):
+            h = xi
+            for s, (stage, device) in enumerate(zip(stages, devices)):
+                with tf.device(device), tf.GradientTape() as tape:
+                    tape.watch(h)
+                    out = stage(h, training=True)
+                    if s == len(stages) - 1:
+                        out = loss_fn(yi, out) / (m_used if scale else 1)
+                kept[s].append((tape, h, out))
+                h = out
+        sums = [None] * len(stages)
+        for i in range(m_used):
+            out_grad = None
+            for s in reversed(range(len(stages))):
+                tape, h, out = kept[s][i]
+                with tf.device(devices[s] if place_backward else "/CPU:0"):
+                    h_grad, *grads = tape.gradient(
+                        out, [h, *stages[s].trainable_variables],
+                        output_gradients=out_grad if pass_grad else None)
+                    sums[s] = grads if sums[s] is None else [a + g for a, g in zip(sums[s], grads)]
+                out_grad = h_grad
+        return sums
+    return gpipe
+
+devs = ["/CPU:1", "/CPU:2"]
+assert _evaluate("03.3", make(), devs).ok, _evaluate("03.3", make(), devs)
+assert "m times" in _evaluate("03.3", make(scale=False), devs).message
+assert "micro-batches of 2" in _evaluate("03.3", make(split=False), devs).message
+hint = _evaluate("03.3", make(place_backward=False), devs).message
+assert "CPU:0" in hint and "backward" in hint, hint
+hint = _evaluate("03.3", make(pass_grad=False), devs).message
+assert "gradient of its output" in hint, hint
+flat = lambda *a: [g for stage in make()(*a) for g in stage]  # noqa: E731
+assert "one list per stage" in _evaluate("03.3", flat, devs).message
+assert _evaluate("03.3", None, devs).status == "not attempted"  # (a ... body: test_checks)
+print("ok")
+"""
+    )
+    assert done.returncode == 0, done.stderr[-3000:]

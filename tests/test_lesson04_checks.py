@@ -1,150 +1,142 @@
-"""Exercise checks 04: right answers pass, wrong ones get a hint without the answer."""
+import numpy as np
 
-import tensorflow as tf
-from helpers import run_python
-
-from tflearn_helpers import input_pipeline
 from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG, _evaluate
+from tflearn_helpers.exercise_checks.lesson04 import NAMES
 
 
-def _pipeline(policy):
-    """A worker's input pipeline sharded by file (right) or by record (wrong for 04.1)."""
-
-    def fn(files, num_workers, worker_index, batch_size):
-        ds = tf.data.Dataset.from_tensor_slices(files)
-        if policy == "file":
-            ds = ds.shard(num_workers, worker_index)
-        ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=1)
-        ds = ds.map(input_pipeline.record_parser(with_index=True))
-        if policy == "data":
-            ds = ds.shard(num_workers, worker_index)
-        return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
-
-    return fn
+def results(gap=0.0, ms=1.5):
+    base = [np.zeros((3, 2)), np.zeros(2)]
+    out = {name: ([w.copy() for w in base], ms) for name in NAMES}
+    out["CentralStorage"] = ([w + gap for w in base], ms)
+    return out
 
 
-def test_04_1():
-    assert _evaluate("04.1", _pipeline("file")).status == RIGHT
-    wrong = _evaluate("04.1", _pipeline("data"))
-    assert wrong.status == WRONG and "files" in wrong.message
+def test_04_1_refuses_a_dict_with_other_keys():
     assert _evaluate("04.1", ...).status == NOT_ATTEMPTED
-    assert _evaluate("04.1", _pipeline("file")(["x"], 1, 0, 1)).status == WRONG  # not callable
+    assert _evaluate("04.1", {"OneDevice": 1}).status == WRONG
 
 
-def test_04_2(tmp_path):
-    def resume(directory, model, optimizer):
-        tf.train.Checkpoint(model=model, optimizer=optimizer).restore(
-            tf.train.latest_checkpoint(directory)
-        )
-        return int(optimizer.iterations.numpy())
-
-    def model_only(directory, model, optimizer):
-        tf.train.Checkpoint(model=model).restore(
-            tf.train.latest_checkpoint(directory)
-        ).expect_partial()
-        return 3
-
-    assert _evaluate("04.2", resume).status == RIGHT
-    wrong = _evaluate("04.2", model_only)
-    assert wrong.status == WRONG and "optimizer" in wrong.message
-
-    def restores_nothing(directory, model, optimizer):
-        return 3
-
-    assert _evaluate("04.2", restores_nothing).status == WRONG
+def test_04_2_accepts_results_and_explains_bad_ones():
+    assert _evaluate("04.2", results()).status == RIGHT
+    bad = results()
+    bad["Mirrored"] = ...
+    assert _evaluate("04.2", bad).status == NOT_ATTEMPTED  # a stub left in the answer
+    bad["Mirrored"] = [np.zeros(2)]
+    assert "Mirrored" in _evaluate("04.2", bad).message
+    slow = results(ms=0.0)
+    assert "positive" in _evaluate("04.2", slow).message
+    other = results()
+    other["OneDevice"] = ([np.zeros((4, 2))], 1.0)
+    assert "same one" in _evaluate("04.2", other).message
 
 
-def test_04_3_runs_the_learners_normalization():
-    done = run_python("""
-        from tflearn_helpers import setup_course
-        course = setup_course(devices=2, scale="smoke", verbose=False)
-        import keras, numpy as np, tensorflow as tf
-        from tflearn_helpers.checks import _evaluate
-        strategy = course.mirrored_strategy()
-
-        def normalize(synchronized):
-            def fn(s, x):
-                with s.scope():
-                    layer = keras.layers.BatchNormalization(synchronized=synchronized)
-                data = s.experimental_distribute_dataset(tf.data.Dataset.from_tensors(x))
-                out = s.run(lambda v: layer(v, training=True), args=(next(iter(data)),))
-                return np.concatenate([np.asarray(o) for o in s.experimental_local_results(out)])
-            return fn
-
-        assert _evaluate("04.3", normalize(True), strategy).ok
-        hint = _evaluate("04.3", normalize(False), strategy).message
-        assert "own slice" in hint, hint
-        assert "shaped like" in _evaluate("04.3", lambda s, x: x[:2], strategy).message
-        assert "returns None" in _evaluate("04.3", lambda s, x: None, strategy).message
-        assert _evaluate("04.3", lambda s, x: None, "no").status == "wrong"
-        print("ok")
-    """)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "ok" in done.stdout
+def test_04_3_judges_against_the_learners_own_measurements_without_telling():
+    far = results(gap=1e-2)
+    right = {"OneDevice", "Mirrored", "MultiWorkerMirrored"}
+    assert _evaluate("04.3", right, far).status == RIGHT
+    assert _evaluate("04.3", right - {"OneDevice"}, far).status == RIGHT
+    wrong = _evaluate("04.3", set(NAMES), far)
+    assert wrong.status == WRONG and "CentralStorage" not in wrong.message
+    assert _evaluate("04.3", set(NAMES), results()).status == RIGHT
+    assert "not strategy names" in _evaluate("04.3", {"TPU"}, far).message
+    assert "set" in _evaluate("04.3", "Mirrored", far).message
 
 
-def test_04_4_judges_the_learners_accumulation():
-    """The right answer, and the plausible wrong ones, each with its own hint."""
-    done = run_python(
-        """
-        from tflearn_helpers import setup_course
-        course = setup_course(devices=2, scale="smoke", verbose=False)
-        import keras, tensorflow as tf
-        from tflearn_helpers.checks import _evaluate
+# -- 04.5: a worker that resumes after a kill ------------------------------------------------
+def _make_manager(checkpoint, directory, task_type, task_id):
+    import os
 
-        strategy = course.mirrored_strategy()
-        per_example = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+    import tensorflow as tf
 
-        def step(apply_each=False, mean=True, per_replica_loss=False, on_replicas=True):
-            def fn(s, model, optimizer, micro_batches):
-                def grads_of(x, y):
-                    with tf.GradientTape() as tape:
-                        losses = per_example(y, model(x, training=True))
-                        mean_of = tf.reduce_mean if per_replica_loss else tf.nn.compute_average_loss
-                        loss = mean_of(losses)
-                    return tape.gradient(loss, model.trainable_variables)
+    chief = task_type in (None, "chief") or (task_type == "worker" and task_id == 0)
+    folder = directory if chief else os.path.join(directory, f"scratch-{task_id}")
+    return tf.train.CheckpointManager(checkpoint, folder, max_to_keep=2)
 
-                total = None
-                for batch in micro_batches:
-                    if on_replicas:
-                        g = s.reduce("SUM", s.run(grads_of, args=batch), axis=None)
-                    else:  # the whole micro-batch gathered on one device, no replicas
-                        x, y = (tf.concat(s.experimental_local_results(t), 0) for t in batch)
-                        g = [a * 1.0 for a in grads_of(x, y)]
-                    if apply_each:
-                        optimizer.apply_gradients(zip(g, model.trainable_variables))
-                        continue
-                    total = g if total is None else [a + b for a, b in zip(total, g)]
-                if not apply_each:
-                    k = len(micro_batches) if mean else 1
-                    averaged = [t / k for t in total]
-                    optimizer.apply_gradients(zip(averaged, model.trainable_variables))
-            return fn
 
-        def message(fn, *extra):
-            result = _evaluate("04.4", fn, *(extra or (strategy,)))
-            return result.status, result.message
+def _restore_latest(checkpoint, directory):
+    import tensorflow as tf
 
-        assert message(step())[0] == "right", message(step())
-        status, hint = message(step(apply_each=True))
-        assert status == "wrong" and "apply them once" in hint, hint
-        status, hint = message(step(mean=False))
-        assert status == "wrong" and "average, do not sum" in hint, hint
-        status, hint = message(step(per_replica_loss=True))
-        assert status == "wrong" and "number of replicas" in hint, hint
-        status, hint = message(step(on_replicas=False))
-        assert status == "wrong" and "strategy.run" in hint, hint
-        status, hint = message(lambda s, m, o, b: None)
-        assert status == "wrong" and "never updated" in hint, hint
-        assert message(step(), "no strategy")[0] == "wrong"
-        assert message(3)[0] == "wrong"  # not a function
-        assert message(...)[0] == "not attempted"  # the stub; stub functions: test_checks.py
-        assert message(step(), ...)[0] == "not attempted"  # an earlier answer still a stub
-        for status, hint in (message(step(mean=False)), message(step(per_replica_loss=True))):
-            assert "0." not in hint and "=" not in hint  # no numbers, no answer in the hint
-        print("ok")
-    """,
-        timeout=300,
+    checkpoint.restore(tf.train.latest_checkpoint(directory))
+
+
+def _log(resumed, losses):
+    import json
+
+    lines = [json.dumps({"kind": "resumed", "step": resumed})]
+    lines += [json.dumps({"kind": "step", "step": s, "loss": v}) for s, v in losses.items()]
+    return "\n".join("TFLEARN_EVENT " + line for line in lines)
+
+
+KILLED = [(3, _log(0, {s: 10.0 - s for s in range(1, 8)}))] * 2
+RESUMED = [(0, _log(6, {7: 3.0, 8: 2.0, 9: 1.0}))] * 2
+
+
+def _verdict(manager=_make_manager, restore=_restore_latest, killed=KILLED, resumed=RESUMED):
+    return _evaluate("04.5", (manager, restore), killed, resumed, 3)
+
+
+def test_04_5_accepts_the_chiefs_folder_and_the_newest_restore():
+    assert _verdict().status == RIGHT
+
+
+def test_04_5_waits_while_the_functions_are_stubs():
+    def make_manager(checkpoint, directory, task_type, task_id): ...
+
+    assert _verdict(manager=make_manager).status == NOT_ATTEMPTED
+
+
+def test_04_5_refuses_managers_that_share_or_lose_the_chiefs_folder():
+    import os
+
+    import tensorflow as tf
+
+    def everyone_in_one(checkpoint, directory, task_type, task_id):
+        return tf.train.CheckpointManager(checkpoint, directory, max_to_keep=2)
+
+    def nobody_chief(checkpoint, directory, task_type, task_id):
+        return tf.train.CheckpointManager(checkpoint, os.path.join(directory, str(task_id)), 2)
+
+    def not_a_manager(checkpoint, directory, task_type, task_id):
+        return directory
+
+    shared, lost, wrong_type = (
+        _verdict(manager=f) for f in (everyone_in_one, nobody_chief, not_a_manager)
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "ok" in done.stdout
+    assert "same files" in shared.message and shared.status == WRONG
+    assert "worker 0" in lost.message and lost.status == WRONG
+    assert "CheckpointManager" in wrong_type.message
+    for verdict in (shared, lost):
+        assert "scratch" not in verdict.message  # the folder's name is the learner's choice
+
+
+def test_04_5_refuses_restores_that_miss_the_newest_or_fail_on_a_fresh_start():
+    import os
+
+    def nothing(checkpoint, directory):
+        return None
+
+    def oldest(checkpoint, directory):
+        import tensorflow as tf
+
+        if tf.train.latest_checkpoint(directory):  # a fresh start is handled; the rest is not
+            checkpoint.restore(os.path.join(directory, "ckpt-1"))
+
+    def raises_when_empty(checkpoint, directory):
+        import tensorflow as tf
+
+        checkpoint.restore(tf.train.latest_checkpoint(directory) or directory + "/ckpt-0")
+
+    nothing_restored = _verdict(restore=lambda c, d: nothing(c, d))
+    assert "restored nothing" in nothing_restored.message
+    assert "older checkpoint" in _verdict(restore=oldest).message
+    assert "fresh start" in _verdict(restore=raises_when_empty).message
+
+
+def test_04_5_reads_the_runs_for_where_the_restart_resumed():
+    from_zero = [(0, _log(0, {s: 10.0 - s for s in range(1, 10)}))] * 2
+    drifted = [(0, _log(6, {7: 3.5, 8: 2.0, 9: 1.0}))] * 2
+    not_killed = [(0, KILLED[0][1])] * 2
+    assert "step 0" in _verdict(resumed=from_zero).message
+    assert "did not repeat" in _verdict(resumed=drifted).message
+    assert "exit code 0" in _verdict(killed=not_killed).message
+    assert "(exit code, output)" in _verdict(resumed=RESUMED[:1]).message

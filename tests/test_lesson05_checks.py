@@ -1,183 +1,112 @@
 from helpers import run_python
 
-from tflearn_helpers.checks import _evaluate
 
+def test_ring_collectives_right_and_plausible_wrong_answers():
+    done = run_python("""
+        from tflearn_helpers import setup_course
+        course = setup_course(devices=4, scale="smoke", verbose=False)
+        import tensorflow as tf
+        from tflearn_helpers.checks import _evaluate
+        devices = course.devices
 
-def test_bubble_answer_is_judged_without_revealing_it():
-    right = _evaluate("05.2", 27)
-    assert right.ok
-    few, many = _evaluate("05.2", 9), _evaluate("05.2", 40)
-    assert not few.ok and "more are needed" in few.message and "27" not in few.message
-    assert not many.ok and "fewer would too" in many.message
-    assert "whole number" in _evaluate("05.2", 2.5).message
-    assert _evaluate("05.2", ...).status == "not attempted"
+        def rs(values, devices, send, mean=False, where=True, hop=1):
+            n = len(devices)
+            chunks = [tf.split(v, n) for v in values]
+            for step in range(n - 1):
+                for i in range(n):
+                    c, right = (i - 1 - step) % n, (i + hop) % n
+                    incoming = send(chunks[i][c], i, right)
+                    with tf.device(devices[right if where else 0]):
+                        chunks[right][c] = chunks[right][c] + incoming
+            return [chunks[i][i] / n if mean else chunks[i][i] for i in range(n)]
 
+        def ag(pieces, devices, send):
+            n = len(devices)
+            have = [{i: pieces[i]} for i in range(n)]
+            for step in range(n - 1):
+                for i in range(n):
+                    c, right = (i - step) % n, (i + 1) % n
+                    have[right][c] = send(have[i][c], i, right)
+            out = []
+            for i in range(n):
+                with tf.device(devices[i]):
+                    out.append(tf.concat([have[i][c] for c in range(n)], 0))
+            return out
 
-def test_split_check_runs_the_learners_code_and_explains_wrong_answers():
-    done = run_python(
-        """
-from tflearn_helpers import setup_course
-setup_course(devices=3, verbose=False)
-import keras
-import tensorflow as tf
-from tflearn_helpers import model_parallel
-from tflearn_helpers.checks import _evaluate
+        def to_one(values, devices, send):  # everyone sends whole tensors to device 0
+            total = values[0]
+            for i in range(1, len(values)):
+                total = total + send(values[i], i, 0)
+            return tf.split(total, len(values))
 
-def chain(blocks):  # a tiny stand-in with ResNet-101's 33 block outputs
-    inp = h = keras.Input((4,))
-    for i in range(blocks):
-        name = f"conv{2 + i // 10}_block{i % 10 + 1}_out"
-        h = keras.layers.Dense(4, activation="tanh", name=name)(h)
-    return keras.Model(inp, keras.layers.Dense(4, name="predictions")(h))
+        def whole(pieces, devices, send):  # sends every piece it has, every step
+            n = len(devices)
+            have = [{i: pieces[i]} for i in range(n)]
+            for step in range(n - 1):
+                for i in range(n):
+                    for c in list(have[i]):
+                        have[(i + 1) % n][c] = send(have[i][c], i, (i + 1) % n)
+            return [tf.concat([have[i][c] for c in range(n)], 0) for i in range(n)]
 
-def place(model, cuts, devices):
-    stages = []
-    for segment, device in zip(model_parallel.segment_models(model, cuts), devices):
-        with tf.device(device):
-            stage = keras.models.clone_model(segment)
-        stage.set_weights(segment.get_weights())
-        stages.append(stage)
-    return stages
+        def unordered(pieces, devices, send):
+            return [g[::-1] for g in ag(pieces, devices, send)]
 
-def answer(model, stages, devices, forward_devices=None, whole_backward=False, lazy=False):
-    forward_devices = forward_devices or devices
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    opts = []
-    for stage, device in zip(stages, devices):
-        with tf.device(device if not lazy else "/CPU:0"):
-            opts.append(keras.optimizers.SGD(0.1, momentum=0.9))
-            if not lazy:
-                opts[-1].build(stage.trainable_variables)
+        def wrong(*answers):
+            result = _evaluate("05.1", *answers)
+            assert result.status == "wrong", result
+            return result.message
 
-    def forward(x):
-        for stage, device in zip(stages, forward_devices):
-            with tf.device(device):
-                x = stage(x, training=False)
-        return x
-
-    def one_tape(x, y):  # plausible and wrong: the whole backward pass on the default device
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, forward(x))
-        variables = [s.trainable_variables for s in stages]
-        grads = tape.gradient(loss, [v for vs in variables for v in vs])
-        for opt, vs in zip(opts, variables):
-            opt.apply_gradients(zip(grads[: len(vs)], vs))
-            grads = grads[len(vs):]
-        return loss
-
-    def per_stage(x, y):  # right: each stage's backward pass and update on its device
-        tapes, inputs, outputs = [], [x], []
-        for s, (stage, device) in enumerate(zip(stages, devices)):
-            with tf.device(device), tf.GradientTape() as tape:
-                tape.watch(inputs[-1])
-                out = stage(inputs[-1], training=True)
-                if s == len(stages) - 1:
-                    out = loss_fn(y, out)
-            tapes.append(tape)
-            outputs.append(out)
-            inputs.append(out)
-        out_grad = None
-        for s in reversed(range(len(stages))):
-            with tf.device(devices[s]):
-                vs = stages[s].trainable_variables
-                in_grad, *grads = tapes[s].gradient(
-                    outputs[s], [inputs[s], *vs], output_gradients=out_grad)
-                opts[s].apply_gradients(zip(grads, vs))
-            out_grad = in_grad
-        return outputs[-1]
-
-    step = one_tape if whole_backward else per_stage
-    return dict(model=model, stages=stages, optimizers=opts, forward=forward, train_step=step)
-
-
-model = chain(33)
-names = model_parallel.block_boundaries(model)
-devs = ["/CPU:1", "/CPU:2"]
-good = place(model, [names[15]], devs)
-verdict = _evaluate("05.1", answer(model, good, devs))
-assert verdict.ok, verdict
-assert "33" in _evaluate("05.1", answer(chain(5), good, devs)).message
-assert "at least two" in _evaluate("05.1", answer(model, good[:1], devs)).message
-same = place(model, [names[15]], ["/CPU:1", "/CPU:1"])
-assert "share a device" in _evaluate("05.1", answer(model, same, devs)).message
-lopsided = place(model, [names[2]], devs)
-hint = _evaluate("05.1", answer(model, lopsided, devs)).message
-assert "equal share" in hint and names[15] not in hint, hint
-other = place(chain(33), [names[15]], devs)
-assert "differs from the model" in _evaluate("05.1", answer(model, other, devs)).message
-fresh = place(model, [names[15]], devs)  # the good answer's training step moved its weights
-hint = _evaluate("05.1", answer(model, fresh, devs, forward_devices=["/CPU:0", "/CPU:0"])).message
-assert "computed on" in hint, hint
-frozen = answer(model, place(model, [names[15]], devs), devs)
-frozen["train_step"] = lambda x, y: tf.constant(1.0)
-assert "did not change" in _evaluate("05.1", frozen).message
-hint = _evaluate("05.1", answer(model, place(model, [names[15]], devs), devs,
-                                whole_backward=True)).message
-assert "where do the backward pass" in hint and "CPU:0" in hint, hint
-hint = _evaluate("05.1", answer(model, place(model, [names[15]], devs), devs, lazy=True)).message
-assert "optimizers keep variables" in hint and "CPU:0" in hint, hint
-stub = dict(model=..., stages=..., optimizers=..., forward=..., train_step=...)
-assert _evaluate("05.1", stub).status == "not attempted"
-print("ok")
-"""
-    )
+        ok = _evaluate("05.1", rs, ag, devices)
+        assert ok.ok, ok
+        assert "mean" in wrong(lambda v, d, s: rs(v, d, s, mean=True), ag, devices)
+        elsewhere = lambda v, d, s: rs(v, d, s, where=False)  # noqa: E731
+        assert "add it where it arrives" in wrong(elsewhere, ag, devices)
+        assert "(i + 1) % 4" in wrong(lambda v, d, s: rs(v, d, s, hop=2), ag, devices)
+        assert "(i + 1) % 4" in wrong(to_one, ag, devices)
+        assert "bytes" in wrong(rs, whole, devices)
+        assert "chunk order" in wrong(rs, unordered, devices)
+        no_send = lambda v, d, s: tf.split(sum(v), 4)  # noqa: E731
+        assert "never calls send" in wrong(no_send, ag, devices)
+        assert _evaluate("05.1", ..., ag, devices).status == "not attempted"
+    """)
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-def test_gpipe_check_runs_the_learners_schedule_and_explains_wrong_answers():
-    done = run_python(
-        """
-from tflearn_helpers import setup_course
-setup_course(devices=3, verbose=False)
-import keras
-import tensorflow as tf
-from tflearn_helpers.checks import _evaluate
+def test_compressed_all_reduce_right_and_plausible_wrong_answers():
+    done = run_python("""
+        from tflearn_helpers import setup_course
+        course = setup_course(devices=2, scale="smoke", verbose=False)
+        import tensorflow as tf
+        from tflearn_helpers.checks import _evaluate
+        strategy = tf.distribute.MirroredStrategy(course.devices)
 
-def make(scale=True, split=True, place_backward=True, pass_grad=True):
-    def gpipe(stages, devices, x, y, m):
-        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        m_used = m if split else 1
-        with tf.device(devices[0]):
-            xs = tf.split(x, m_used)
-        with tf.device(devices[-1]):
-            ys = tf.split(y, m_used)
-        kept = [[] for _ in stages]
-        for xi, yi in zip(xs, ys):
-            h = xi
-            for s, (stage, device) in enumerate(zip(stages, devices)):
-                with tf.device(device), tf.GradientTape() as tape:
-                    tape.watch(h)
-                    out = stage(h, training=True)
-                    if s == len(stages) - 1:
-                        out = loss_fn(yi, out) / (m_used if scale else 1)
-                kept[s].append((tape, h, out))
-                h = out
-        sums = [None] * len(stages)
-        for i in range(m_used):
-            out_grad = None
-            for s in reversed(range(len(stages))):
-                tape, h, out = kept[s][i]
-                with tf.device(devices[s] if place_backward else "/CPU:0"):
-                    h_grad, *grads = tape.gradient(
-                        out, [h, *stages[s].trainable_variables],
-                        output_gradients=out_grad if pass_grad else None)
-                    sums[s] = grads if sums[s] is None else [a + g for a, g in zip(sums[s], grads)]
-                out_grad = h_grad
-        return sums
-    return gpipe
+        def right(ctx, grads):
+            halves = [tf.cast(g, tf.float16) for g in grads]
+            return [tf.cast(g, tf.float32) for g in ctx.all_reduce("SUM", halves)]
 
-devs = ["/CPU:1", "/CPU:2"]
-assert _evaluate("05.3", make(), devs).ok, _evaluate("05.3", make(), devs)
-assert "m times" in _evaluate("05.3", make(scale=False), devs).message
-assert "micro-batches of 2" in _evaluate("05.3", make(split=False), devs).message
-hint = _evaluate("05.3", make(place_backward=False), devs).message
-assert "CPU:0" in hint and "backward" in hint, hint
-hint = _evaluate("05.3", make(pass_grad=False), devs).message
-assert "gradient of its output" in hint, hint
-flat = lambda *a: [g for stage in make()(*a) for g in stage]  # noqa: E731
-assert "one list per stage" in _evaluate("05.3", flat, devs).message
-assert _evaluate("05.3", None, devs).status == "not attempted"  # (a ... body: test_checks)
-print("ok")
-"""
-    )
+        def plain(ctx, grads):
+            return ctx.all_reduce("SUM", grads)
+
+        def stays_half(ctx, grads):
+            return ctx.all_reduce("SUM", [tf.cast(g, tf.float16) for g in grads])
+
+        def mean(ctx, grads):
+            halves = [tf.cast(g, tf.float16) for g in grads]
+            return [tf.cast(g, tf.float32) for g in ctx.all_reduce("MEAN", halves)]
+
+        def local(ctx, grads):
+            return [tf.cast(tf.cast(g, tf.float16), tf.float32) for g in grads]
+
+        def wrong(answer):
+            result = _evaluate("05.2", answer, strategy)
+            assert result.status == "wrong", result
+            return result.message
+
+        assert _evaluate("05.2", right, strategy).ok
+        assert "compress first" in wrong(plain)
+        assert "float32 back" in wrong(stays_half)
+        assert "differs from the plain step" in wrong(mean)
+        assert "never calls ctx.all_reduce" in wrong(local)
+        assert "MirroredStrategy" in _evaluate("05.2", right, "nope").message
+    """)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -1,109 +1,220 @@
-from helpers import run_python
+"""Exercise checks 08: right answers pass, wrong ones get a hint without the answer."""
 
-ZERO1 = """
-from tflearn_helpers import setup_course
-course = setup_course(devices=2, verbose=False)
+import json
+
 import tensorflow as tf
-from tflearn_helpers.checks import _evaluate
 
-strategy = tf.distribute.MirroredStrategy(
-    course.devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
-)
-ON_READ = dict(synchronization=tf.VariableSynchronization.ON_READ,
-               aggregation=tf.VariableAggregation.NONE)
+from tflearn_helpers.checks import RIGHT, WRONG, _evaluate
 
-
-def zero1(full_state=False, reduce=True, gather=True):
-    def make(strategy, w0, lr, beta):
-        n, size = strategy.num_replicas_in_sync, int(w0.shape[0])
-        with strategy.scope():
-            params = tf.Variable(w0, **ON_READ)
-            momentum = tf.Variable(tf.zeros([size if full_state else size // n]), **ON_READ)
-
-        def update(grad):
-            ctx = tf.distribute.get_replica_context()
-            total = ctx.all_reduce("sum", grad) if reduce else grad
-            if full_state:
-                momentum.assign(beta * momentum + total)
-                params.assign(params - lr * momentum)
-                return
-            r = ctx.replica_id_in_sync_group
-            momentum.assign(beta * momentum + tf.reshape(total, [n, -1])[r])
-            new = tf.reshape(params, [n, -1])[r] - lr * momentum
-            if gather:
-                params.assign(ctx.all_gather(new, axis=0))
-            else:
-                own = tf.tensor_scatter_nd_update(
-                    tf.reshape(params, [n, -1]), tf.reshape(r, [1, 1]), new[None]
-                )  # only this replica's shard is new: the others stay stale
-                params.assign(tf.reshape(own, [-1]))
-
-        return params, momentum, update
-
-    return make
+CLUSTER = {
+    "chief": ["localhost:2222"],
+    "worker": ["localhost:2223", "localhost:2224"],
+    "ps": ["localhost:2225"],
+    "evaluator": ["localhost:2226"],
+}
 
 
-right = _evaluate("08.1", zero1(), strategy)
-assert right.ok, right.message
-full = _evaluate("08.1", zero1(full_state=True), strategy)
-assert not full.ok and "whole optimizer state" in full.message, full.message
-missing = _evaluate("08.1", zero1(reduce=False), strategy)
-assert not missing.ok and "summed over all replicas" in missing.message, missing.message
-no_gather = _evaluate("08.1", zero1(gather=False), strategy)
-assert not no_gather.ok and "every shard back" in no_gather.message, no_gather.message
-assert _evaluate("08.1", None, strategy).status == "not attempted"
-for result in (full, missing, no_gather):
-    assert "all_reduce(" not in result.message and "all_gather(" not in result.message
-print("ok")
-"""
-
-TP = """
-from tflearn_helpers import setup_course
-course = setup_course(devices=2, verbose=False)
-import tensorflow as tf
-from tflearn_helpers.checks import _evaluate
+def test_08_1_placement():
+    assert _evaluate("08.4", "ps:0").status == RIGHT
+    wrong = _evaluate("08.4", "ps:1")
+    assert wrong.status == WRONG and "ps:0" not in wrong.message
+    assert _evaluate("08.4", 3).status == WRONG
 
 
-def tp(same_device=False, reduce=True):
-    def make(w1, b1, w2, b2, devices):
-        n = len(devices)
-        pieces, shards = [], []
-        w2_parts = tf.split(w2, n, axis=0)
-        for i, (a, b) in enumerate(zip(tf.split(w1, n, axis=1), tf.split(b1, n))):
-            with tf.device(devices[0 if same_device else i]):
-                shard = (tf.Variable(a), tf.Variable(b), tf.Variable(w2_parts[i]))
-            shards.append(shard)
-            pieces.extend(shard)
+def test_08_2_staleness():
+    def right(before, after):
+        return [a - b - 1 for b, a in zip(before, after, strict=True)]
 
-        def forward(x):
-            partial = []
-            for i, (a, b, c) in enumerate(shards):
-                with tf.device(devices[i]):
-                    h = tf.nn.gelu(x @ a + b)
-                    partial.append(h @ c)
-            return (tf.add_n(partial) if reduce else partial[0]) + b2
+    def off_by_one(before, after):
+        return [a - b for b, a in zip(before, after, strict=True)]
 
-        return pieces, forward
-
-    return make
+    assert _evaluate("08.3", right).status == RIGHT
+    assert "own update" in _evaluate("08.3", off_by_one).message
+    assert _evaluate("08.3", [0, 1]).status == WRONG
 
 
-right = _evaluate("08.2", tp(), course.devices)
-assert right.ok, right.message
-one = _evaluate("08.2", tp(same_device=True), course.devices)
-assert not one.ok and "every device" in one.message, one.message
-missing = _evaluate("08.2", tp(reduce=False), course.devices)
-assert not missing.ok and "summed" in missing.message, missing.message
-assert _evaluate("08.2", None, course.devices).status == "not attempted"
-print("ok")
-"""
+def test_08_3_evaluator_tf_config():
+    right = json.dumps({"cluster": CLUSTER, "task": {"type": "evaluator", "index": 0}})
+    assert _evaluate("08.2", right).status == RIGHT
+    chief = json.dumps({"cluster": CLUSTER, "task": {"type": "chief", "index": 0}})
+    assert '["task"]["type"]' in _evaluate("08.2", chief).message
+    assert "not valid" in _evaluate("08.2", "{not json").message
+    no_eval = {k: v for k, v in CLUSTER.items() if k != "evaluator"}
+    bad = json.dumps({"cluster": no_eval, "task": {"type": "chief", "index": 0}})
+    assert _evaluate("08.2", bad).status == WRONG
 
 
-def test_zero1_check_judges_state_and_result():
-    done = run_python(ZERO1, timeout=300)
-    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+def test_08_3_hints_name_the_field():
+    no_ps = {k: v for k, v in CLUSTER.items() if k != "ps"}
+    bad = json.dumps({"cluster": no_ps, "task": {"type": "evaluator", "index": 0}})
+    assert '["cluster"]' in _evaluate("08.2", bad).message
+    chief = json.dumps({"cluster": CLUSTER, "task": {"type": "chief", "index": 0}})
+    assert '["task"]["type"]' in _evaluate("08.2", chief).message
+    three = dict(CLUSTER, worker=["localhost:1", "localhost:3", "localhost:5"])
+    wrong = _evaluate("08.2", json.dumps({"cluster": three, "task": {"type": "evaluator"}}))
+    assert '["worker"]' in wrong.message and "2" not in wrong.message
 
 
-def test_tensor_parallel_check_judges_placement_and_math():
-    done = run_python(TP, timeout=300)
-    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+def _graph_builder(setter_kwargs, compute=True, variables=2):
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+
+    def build(cluster, task):
+        kwargs = {
+            key: (value(cluster, task) if callable(value) else value)
+            for key, value in setter_kwargs.items()
+        }
+        with v1.device(v1.train.replica_device_setter(**kwargs)):
+            x = v1.placeholder(tf.float32, [None, 10])
+            weights = [v1.get_variable(f"w{i}", [10, 10]) for i in range(variables)]
+            if compute:
+                for w in weights:
+                    x = tf.matmul(x, w)
+        return x
+
+    return build
+
+
+def test_08_4_runs_the_learners_graph_and_checks_placement():
+    right = _graph_builder(
+        {"cluster": lambda c, t: c, "worker_device": lambda c, t: f"/job:worker/task:{t}"}
+    )
+    assert _evaluate("08.1", right).status == RIGHT
+    wrong_worker = _graph_builder({"cluster": lambda c, t: c})  # compute on the default worker
+    assert "worker" in _evaluate("08.1", wrong_worker).message
+    one_ps = _graph_builder({"ps_tasks": 1, "worker_device": "/job:worker/task:1"})
+    assert "one ps task" in _evaluate("08.1", one_ps).message
+    no_compute = _graph_builder({"cluster": lambda c, t: c}, compute=False)
+    assert "computed" in _evaluate("08.1", no_compute).message
+
+    def unplaced(cluster, task):
+        import tensorflow as tf
+
+        tf.compat.v1.get_variable("w", [3])
+
+    assert "not on a ps task" in _evaluate("08.1", unplaced).message
+    assert _evaluate("08.1", 3).status == WRONG
+
+    def stub(cluster, task): ...
+
+    assert _evaluate("08.1", stub).status == "not attempted"
+
+
+# -- 08.5: the learner's synchronous worker, run on 1 ps + 2 worker processes --------------
+# Each answer is a module-level function: the check reads its source, as from a notebook cell.
+def sync_right(cluster, task, workers, x, y):
+    v1 = tf.compat.v1
+    setter = v1.train.replica_device_setter(
+        cluster=cluster, worker_device=f"/job:worker/task:{task}"
+    )
+    with v1.device(setter):
+        step = v1.train.get_or_create_global_step()
+        w = v1.get_variable("w", [10, 1], initializer=v1.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+        opt = v1.train.SyncReplicasOptimizer(
+            v1.train.GradientDescentOptimizer(0.1), workers, total_num_replicas=workers
+        )
+        train_op = opt.minimize(loss, global_step=step)
+    return loss, train_op, [opt.make_session_run_hook(is_chief=task == 0)]
+
+
+def sync_but_async(cluster, task, workers, x, y):  # no SyncReplicasOptimizer at all
+    v1 = tf.compat.v1
+    setter = v1.train.replica_device_setter(
+        cluster=cluster, worker_device=f"/job:worker/task:{task}"
+    )
+    with v1.device(setter):
+        step = v1.train.get_or_create_global_step()
+        w = v1.get_variable("w", [10, 1], initializer=v1.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+        train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+    return loss, train_op, []
+
+
+def sync_one_gradient(cluster, task, workers, x, y):  # aggregates 1 gradient per update
+    v1 = tf.compat.v1
+    setter = v1.train.replica_device_setter(
+        cluster=cluster, worker_device=f"/job:worker/task:{task}"
+    )
+    with v1.device(setter):
+        step = v1.train.get_or_create_global_step()
+        w = v1.get_variable("w", [10, 1], initializer=v1.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+        opt = v1.train.SyncReplicasOptimizer(
+            v1.train.GradientDescentOptimizer(0.1), 1, total_num_replicas=workers
+        )
+        train_op = opt.minimize(loss, global_step=step)
+    return loss, train_op, [opt.make_session_run_hook(is_chief=task == 0)]
+
+
+def sync_no_hook(cluster, task, workers, x, y):  # the chief never starts the aggregation
+    v1 = tf.compat.v1
+    setter = v1.train.replica_device_setter(
+        cluster=cluster, worker_device=f"/job:worker/task:{task}"
+    )
+    with v1.device(setter):
+        step = v1.train.get_or_create_global_step()
+        w = v1.get_variable("w", [10, 1], initializer=v1.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+        opt = v1.train.SyncReplicasOptimizer(
+            v1.train.GradientDescentOptimizer(0.1), workers, total_num_replicas=workers
+        )
+        train_op = opt.minimize(loss, global_step=step)
+    return loss, train_op, []
+
+
+def sync_on_the_worker(cluster, task, workers, x, y):  # no device setter: nothing on the ps
+    v1 = tf.compat.v1
+    step = v1.train.get_or_create_global_step()
+    w = v1.get_variable("w", [10, 1], initializer=v1.zeros_initializer())
+    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+    opt = v1.train.SyncReplicasOptimizer(
+        v1.train.GradientDescentOptimizer(0.1), workers, total_num_replicas=workers
+    )
+    return loss, opt.minimize(loss, global_step=step), [opt.make_session_run_hook(task == 0)]
+
+
+def sync_stub(cluster, task, workers, x, y): ...
+
+
+def test_08_5_runs_the_learners_sync_worker_on_a_local_cluster():
+    assert _evaluate("08.5", sync_stub).status == "not attempted"
+    assert _evaluate("08.5", sync_right).status == RIGHT
+    for answer, words in [
+        (sync_but_async, "asynchronous"),
+        (sync_one_gradient, "how many should it average?"),
+        (sync_on_the_worker, "not on a ps task"),
+    ]:
+        verdict = _evaluate("08.5", answer)
+        assert verdict.status == WRONG and words in verdict.message, (answer, verdict)
+        assert "SyncReplicasOptimizer" not in verdict.message  # a hint, not the answer
+
+
+def test_08_5_a_stalled_sync_run_is_wrong_not_a_hang():
+    verdict = _evaluate("08.5", sync_no_hook, 30, 20.0)  # 20 s, then the cluster is stopped
+    assert verdict.status == WRONG and "stalled" in verdict.message, verdict
+    assert "hook" not in verdict.message
+
+
+def _sync_outcome(chief_losses, other_losses):
+    """What two workers printed: (global step after the run, loss) pairs each."""
+    graph = {"variables": {"w": "/job:ps/task:0"}, "num_required": [2], "global_step": True}
+    runs = [
+        [{"after": after, "loss": loss} for after, loss in pairs]
+        for pairs in (chief_losses, other_losses)
+    ]
+    return {"code": 0, "logs": ["", ""], "lines": [[{"graph": graph}, *runs[0]], runs[1]]}
+
+
+def test_08_5_the_loss_is_read_in_step_order_from_every_worker():
+    """CI (TF 2.19, busy): worker 1 made 57 runs, the chief 4 (global steps 27-30, losses all
+    ~3e-5), and the right answer was told its loss did not fall. Judged on both workers' losses,
+    in global-step order."""
+    from tflearn_helpers.exercise_checks import lesson08
+
+    falling = [(s, 4.0 / (1 + s)) for s in range(1, 31)]
+    assert lesson08._judge_sync(_sync_outcome(falling[:3], falling[3:]), 30, 60) is None
+    flat = [(s, 4.0) for s in range(1, 31)]
+    hint = lesson08._judge_sync(_sync_outcome(flat[::2], flat[1::2]), 30, 60)
+    assert hint and "did not fall" in hint

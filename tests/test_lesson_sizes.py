@@ -8,12 +8,12 @@ import pytest
 from tflearn_helpers import lesson_sizes, memory
 
 
-def test_the_old_gpu_settings_of_lessons_04_and_05_did_not_fit():
-    # lesson 04: 2 logical GPUs of 6,144 MiB, 64 images of 224x224 per replica, Adam
+def test_the_old_gpu_settings_of_lessons_02_and_03_did_not_fit():
+    # lesson 02: 2 logical GPUs of 6,144 MiB, 64 images of 224x224 per replica, Adam
     resnet = lesson_sizes.resnet50(224)
-    old_04 = memory.mirrored(resnet, 128, 2, "adam").total
-    assert old_04 > lesson_sizes.FRACTION * 6144 * memory.MiB
-    # lesson 05: 4 logical GPUs of 1,024 MiB, batch 64 at 224x224: GPipe's first stage
+    old_02 = memory.mirrored(resnet, 128, 2, "adam").total
+    assert old_02 > lesson_sizes.FRACTION * 6144 * memory.MiB
+    # lesson 03: 4 logical GPUs of 1,024 MiB, batch 64 at 224x224: GPipe's first stage
     cuts = lesson_sizes.pipeline_cuts(resnet, 4)
     first = memory.pipeline(resnet, cuts, 64, 8, "gpipe", "momentum")[0].total
     assert first > 1024 * memory.MiB
@@ -26,16 +26,16 @@ def test_pipeline_cuts_make_the_asked_number_of_stages():
         assert len(cuts) == k - 1 and all(c.endswith("_out") for c in cuts)
 
 
-def test_lesson_04_peak_is_its_worst_step_with_the_models_it_keeps():
+def test_lesson_02_peak_is_its_worst_step_with_the_models_it_keeps():
     resnet = lesson_sizes.resnet50(224)
     strong = memory.one_device(resnet, lesson_sizes.STRONG_GLOBAL_BATCH["gpu"], "momentum").total
     training = memory.mirrored(resnet, 2 * lesson_sizes.PER_REPLICA_BATCH["gpu"], 2, "adam").total
     kept = 6 * resnet.parameter_bytes
-    assert max(lesson_sizes.by_number("04").peaks("gpu", 2)) == kept + max(strong, training)
+    assert max(lesson_sizes.by_number("02").peaks("gpu", 2)) == kept + max(strong, training)
     # the old strong-scaling run (one device, 2 x 32 images) would not have fit
     old_strong = kept + memory.one_device(resnet, 64, "momentum").total
     assert (
-        old_strong > lesson_sizes.FRACTION * lesson_sizes.by_number("04").gpu_memory_mb * memory.MiB
+        old_strong > lesson_sizes.FRACTION * lesson_sizes.by_number("02").gpu_memory_mb * memory.MiB
     )
 
 
@@ -70,9 +70,9 @@ def _picked(sizes: dict[str, str], name: str) -> dict:
     return {k.arg: ast.literal_eval(k.value) for k in call.keywords}
 
 
-def test_lesson_04_writes_the_sizes_the_memory_model_checks():
-    """Lesson 04 writes its sizes itself (issue 19); they must be the ones checked here."""
-    sizes = _setup_and_sizes("04_resnet50_data_parallel.ipynb", "04")
+def test_lesson_02_writes_the_sizes_the_memory_model_checks():
+    """Lesson 02 writes its sizes itself (issue 19); they must be the ones checked here."""
+    sizes = _setup_and_sizes("02_resnet50_data_parallel.ipynb", "02")
     assert _picked(sizes, "IMAGE") == lesson_sizes.RESNET_IMAGE
     assert _picked(sizes, "PER_REPLICA_BATCH") == lesson_sizes.PER_REPLICA_BATCH
     assert sizes["GLOBAL_BATCH"] == "PER_REPLICA_BATCH * N"
@@ -83,10 +83,10 @@ def test_lesson_04_writes_the_sizes_the_memory_model_checks():
     assert {k: scaling[k] for k in ("cpu", "gpu")} == {
         k: lesson_sizes.PER_REPLICA_BATCH[k] for k in ("cpu", "gpu")
     }
-    assert int(sizes["GPU_MEMORY_MB"].split()[0]) == lesson_sizes.by_number("04").gpu_memory_mb
+    assert int(sizes["GPU_MEMORY_MB"].split()[0]) == lesson_sizes.by_number("02").gpu_memory_mb
 
 
-def test_lesson_04_sizes_at_smoke_and_cpu_are_the_lessons_own():
+def test_lesson_02_sizes_at_smoke_and_cpu_are_the_lessons_own():
     for profile in ("smoke", "cpu"):
         assert (
             lesson_sizes.RESNET_IMAGE[profile] == 32
@@ -96,9 +96,9 @@ def test_lesson_04_sizes_at_smoke_and_cpu_are_the_lessons_own():
     assert lesson_sizes.STRONG_GLOBAL_BATCH == {"smoke": 2 * 64, "cpu": 2 * 16, "gpu": 32}
 
 
-def test_lesson_05_writes_the_sizes_the_memory_model_checks():
-    """Lesson 05 writes its sizes itself (issue 19); they must be the ones checked here."""
-    sizes = _setup_and_sizes("05_resnet50_model_parallel.ipynb", "05")
+def test_lesson_03_writes_the_sizes_the_memory_model_checks():
+    """Lesson 03 writes its sizes itself (issue 19); they must be the ones checked here."""
+    sizes = _setup_and_sizes("03_resnet50_model_parallel.ipynb", "03")
 
     def picked(name):
         call = ast.parse(sizes[name].split("  #")[0]).body[0].value
@@ -110,9 +110,9 @@ def test_lesson_05_writes_the_sizes_the_memory_model_checks():
     assert picked("MICRO")["gpu"] == lesson_sizes.MICRO_BATCHES
 
 
-def test_lesson_08_writes_the_sizes_the_memory_model_checks():
-    """Lesson 08 writes its sizes itself; they must be the ones checked here."""
-    path = pathlib.Path(__file__).parents[1] / "notebooks" / "08_sharding_and_memory.ipynb"
+def test_lesson_06_writes_the_sizes_the_memory_model_checks():
+    """Lesson 06 writes its sizes itself; they must be the ones checked here."""
+    path = pathlib.Path(__file__).parents[1] / "notebooks" / "06_sharding_and_memory.ipynb"
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     source = next("".join(c["source"]) for c in cells if "SHAPE = pick(" in "".join(c["source"]))
     picked = {}
@@ -127,18 +127,18 @@ def test_lesson_08_writes_the_sizes_the_memory_model_checks():
         lesson_sizes.PROBE_BATCH
     }
     assert "setup_course(devices=2)" in "".join(cells[1]["source"])
-    assert lesson_sizes.by_number("08").devices == 2
+    assert lesson_sizes.by_number("06").devices == 2
 
 
-def test_planner_cases_are_what_lessons_04_and_05_predict():
+def test_planner_cases_are_what_lessons_02_and_03_predict():
     resnet = lesson_sizes.resnet50(224)
-    case04, case05 = lesson_sizes.planner_case("04"), lesson_sizes.planner_case("05")
-    assert case04.memory == resnet and case04.batch == 2 * lesson_sizes.PER_REPLICA_BATCH["gpu"]
-    assert case04.predicted == memory.mirrored(resnet, case04.batch, 2, "adam")
+    case02, case03 = lesson_sizes.planner_case("02"), lesson_sizes.planner_case("03")
+    assert case02.memory == resnet and case02.batch == 2 * lesson_sizes.PER_REPLICA_BATCH["gpu"]
+    assert case02.predicted == memory.mirrored(resnet, case02.batch, 2, "adam")
     stages = memory.pipeline(
-        resnet, lesson_sizes.pipeline_cuts(resnet, 2), case05.batch, 8, "gpipe", "momentum"
+        resnet, lesson_sizes.pipeline_cuts(resnet, 2), case03.batch, 8, "gpipe", "momentum"
     )
-    assert case05.predicted.total == max(s.total for s in stages) and case05.optimizer == "momentum"
-    assert case05.limit == lesson_sizes.by_number("05").gpu_memory_mb * memory.MiB
-    with pytest.raises(ValueError, match="'04' and '05'"):
-        lesson_sizes.planner_case("06")
+    assert case03.predicted.total == max(s.total for s in stages) and case03.optimizer == "momentum"
+    assert case03.limit == lesson_sizes.by_number("03").gpu_memory_mb * memory.MiB
+    with pytest.raises(ValueError, match="'02' and '03'"):
+        lesson_sizes.planner_case("04")

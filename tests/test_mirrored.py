@@ -12,20 +12,20 @@ import nbtools  # noqa: E402
 import taught  # noqa: E402
 
 
-def test_weight_comparisons_are_the_code_lesson_03_writes():
-    lesson = nbtools.ROOT / "notebooks" / "03_mirrored_strategy.ipynb"
+def test_weight_comparisons_are_the_code_lesson_01_writes():
+    lesson = nbtools.ROOT / "notebooks" / "01_mirrored_strategy.ipynb"
     for helper in (mirrored.max_abs_difference, mirrored.update_norm):
         assert taught.differs_from_taught(helper, lesson) is None, helper.__name__
 
 
-def test_make_train_step_is_the_code_lessons_03_and_04_write():
-    for lesson in ("03_mirrored_strategy.ipynb", "04_resnet50_data_parallel.ipynb"):
+def test_make_train_step_is_the_code_lessons_01_and_02_write():
+    for lesson in ("01_mirrored_strategy.ipynb", "02_resnet50_data_parallel.ipynb"):
         path = nbtools.ROOT / "notebooks" / lesson
         assert taught.differs_from_taught(mirrored.make_train_step, path) is None, lesson
 
 
 def test_a_changed_helper_is_told_apart_from_the_lesson(tmp_path):
-    lesson = nbtools.ROOT / "notebooks" / "03_mirrored_strategy.ipynb"
+    lesson = nbtools.ROOT / "notebooks" / "01_mirrored_strategy.ipynb"
     nb = nbtools.read(lesson)
     for cell in nb.cells:
         if cell.source.startswith("def make_train_step("):

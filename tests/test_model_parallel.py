@@ -94,6 +94,6 @@ else:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-def test_segment_models_is_the_code_lesson_05_writes():
-    lesson = nbtools.ROOT / "notebooks" / "05_resnet50_model_parallel.ipynb"
+def test_segment_models_is_the_code_lesson_03_writes():
+    lesson = nbtools.ROOT / "notebooks" / "03_resnet50_model_parallel.ipynb"
     assert taught.differs_from_taught(model_parallel.segment_models, lesson) is None

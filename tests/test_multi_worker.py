@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import nbtools  # noqa: E402
 import taught  # noqa: E402
 
-LESSON_06 = nbtools.ROOT / "notebooks" / "06_multi_worker_and_clusters.ipynb"
+LESSON_04 = nbtools.ROOT / "notebooks" / "04_multi_worker.ipynb"
 
 
 def write_progress(tmp_path, lines, task="worker-0", torn=False):
@@ -45,24 +45,24 @@ def test_weights_round_trip(tmp_path):
     assert [a.tolist() for a in loaded] == [a.tolist() for a in arrays]
 
 
-def test_the_readers_are_the_code_lesson_06_writes():
+def test_the_readers_are_the_code_lesson_04_writes():
     for helper in (multi_worker.progress, multi_worker.median_step_s, multi_worker.worker_weights):
-        assert taught.differs_from_taught(helper, LESSON_06) is None, helper.__name__
-    assert taught.differs_from_taught(mirrored.max_abs_difference, LESSON_06) is None
+        assert taught.differs_from_taught(helper, LESSON_04) is None, helper.__name__
+    assert taught.differs_from_taught(mirrored.max_abs_difference, LESSON_04) is None
 
 
-def lesson06_program() -> str:
-    """The body of lesson 06's %%writefile cell: its worker program."""
-    cells = [c.source for c in nbtools.read(LESSON_06).cells if c.cell_type == "code"]
+def lesson04_program() -> str:
+    """The body of lesson 04's %%writefile cell: its worker program."""
+    cells = [c.source for c in nbtools.read(LESSON_04).cells if c.cell_type == "code"]
     program = next(s for s in cells if nbtools.is_program(s) and "Strategy(" in s)
     return program.split("\n", 1)[1].rstrip("\n") + "\n"
 
 
-def test_the_package_worker_is_lesson_06s_program():
-    """One worker program: exercise 06 and the benchmark run the lesson's own code."""
+def test_the_package_worker_is_lesson_04s_program():
+    """One worker program: exercise 04 and the benchmark run the lesson's own code."""
     shipped = scripts.path("multi_worker_train.py").read_text()
-    assert shipped == lesson06_program(), (
-        "tflearn_helpers/scripts/multi_worker_train.py differs from lesson 06's %%writefile "
+    assert shipped == lesson04_program(), (
+        "tflearn_helpers/scripts/multi_worker_train.py differs from lesson 04's %%writefile "
         "cell: edit the lesson's cell, then copy its body (all but the first line) to the file"
     )
 
@@ -82,7 +82,7 @@ def test_the_worker_refuses_an_unknown_loop():
 def test_a_chief_stalled_at_the_barrier_is_not_declared_dead(tmp_path):
     """The CI caught it: worker 0, stalled ~10 s on a busy machine while waiting for its peer,
     was declared dead by its own coordination service (heartbeat timeout, 10 s by default).
-    Lesson 06's worker sets 60 s; a 14 s stall (SIGSTOP) must not end the job."""
+    Lesson 04's worker sets 60 s; a 14 s stall (SIGSTOP) must not end the job."""
     from tflearn_helpers import cluster
 
     spec = cluster.local_cluster_spec(workers=2)

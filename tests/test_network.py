@@ -193,14 +193,14 @@ def test_nothing_is_left_after_the_owner_is_killed(tmp_path):
     )
 
 
-def test_lesson07_runs_all_on_the_plain_loopback(monkeypatch):
-    """Without namespaces (forced), Run All of lesson 07 passes and says what it cannot show."""
+def test_lesson05_runs_all_on_the_plain_loopback(monkeypatch):
+    """Without namespaces (forced), Run All of lesson 05 passes and says what it cannot show."""
     import nbformat
     from nbclient import NotebookClient
 
     monkeypatch.setenv(network.FORCE_PLAIN, "plain")
     monkeypatch.setenv("TFLEARN_SCALE", "smoke")
-    path = Path(__file__).parents[1] / "notebooks" / "07_communication.ipynb"
+    path = Path(__file__).parents[1] / "notebooks" / "05_communication.ipynb"
     notebook = nbformat.read(path, as_version=4)
     NotebookClient(notebook, timeout=300, kernel_name="python3").execute()  # raises on error
     text = "".join(

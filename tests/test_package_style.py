@@ -72,7 +72,7 @@ def _module_level_imports(module: str, path: Path) -> list[tuple[int, str]]:
     return found
 
 
-# Lesson 06's worker program, shipped whole: a script a learner copies out, not a module
+# Lesson 04's worker program, shipped whole: a script a learner copies out, not a module
 PROGRAMS = {PACKAGE / "scripts" / "multi_worker_train.py"}
 
 

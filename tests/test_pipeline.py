@@ -1,4 +1,4 @@
-"""run_concurrently: the threads lesson 05's schedules run on."""
+"""run_concurrently: the threads lesson 03's schedules run on."""
 
 
 def test_run_concurrently_returns_results_raises_errors_and_times_out():

@@ -79,7 +79,7 @@ def test_a_fork_repoints_every_badge_and_install_line_with_one_command(tmp_path)
         p.read_text() for p in tmp_path.rglob("*") if p.suffix in (".ipynb", ".py", ".md", ".toml")
     ]
     assert not any(nbtools.repo_slug() in t for t in texts)
-    setup = tmp_path / "exercises" / "03_mirrored_strategy.ipynb"
+    setup = tmp_path / "exercises" / "01_mirrored_strategy.ipynb"
     assert "git+https://github.com/my-org/my-course" in setup.read_text()
     assert (
         "colab.research.google.com/github/my-org/my-course/blob/main/exercises/"
@@ -119,9 +119,9 @@ def test_browser_notebooks_what_the_browser_lane_runs():
     assert default[:2] == always and len(default) == 3 and default == nbtools.browser_notebooks({})
     assert nbtools.draws(nbtools.ROOT / default[2]), "the one more lesson is one that draws"
     every = nbtools.browser_notebooks({nbtools.BROWSER_LESSONS_ENV: "all"})
-    assert default[2] in every and len(set(every)) == len(every), "03 is not run twice"
-    named = {nbtools.BROWSER_LESSONS_ENV: "05,06", nbtools.BROWSER_REPEAT_ENV: "2"}
-    assert [nb[10:12] for nb in nbtools.browser_notebooks(named)[2:]] == ["05", "06"] * 2
+    assert default[2] in every and len(set(every)) == len(every), "01 is not run twice"
+    named = {nbtools.BROWSER_LESSONS_ENV: "03,04", nbtools.BROWSER_REPEAT_ENV: "2"}
+    assert [nb[10:12] for nb in nbtools.browser_notebooks(named)[2:]] == ["03", "04"] * 2
     for bad, words in [({nbtools.BROWSER_LESSONS_ENV: "99"}, "names no lesson"),
                        ({nbtools.BROWSER_REPEAT_ENV: "0"}, "whole number")]:  # fmt: skip
         with pytest.raises(ValueError, match=words):

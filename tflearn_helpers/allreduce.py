@@ -1,5 +1,5 @@
 """All-reduce: the ``cross_device_ops`` MirroredStrategy can use, and how long each takes
-to sum a tensor on this machine (taught in lesson 03, which writes both itself).
+to sum a tensor on this machine (taught in lesson 01, which writes both itself).
 
 On simulated devices of one process a "send" is at most a memory copy, so the times show
 the reduction work and synchronisation, not a network.
@@ -15,7 +15,7 @@ from . import validate
 
 __all__ = ["ALGORITHMS", "cross_device_ops", "time_allreduce"]
 
-#: name -> what it is; the order is the order lesson 03 shows them in.
+#: name -> what it is; the order is the order lesson 01 shows them in.
 ALGORITHMS = {
     "collective": "CollectiveAllReduce (MirroredStrategy's default): RING on CPUs and "
     "logical GPUs, NCCL on real GPUs",
@@ -44,8 +44,8 @@ def cross_device_ops(algorithm: str):
 
 def time_allreduce(strategy, num_floats, steps):
     """Time ``strategy``'s summing all-reduce of a float32 tensor of ``num_floats`` per replica:
-    the seconds each of ``steps`` calls took. Defined in lesson 03
-    (notebooks/03_mirrored_strategy.ipynb, section 5), which explains it; the benchmarks reuse
+    the seconds each of ``steps`` calls took. Defined in lesson 01
+    (notebooks/01_mirrored_strategy.ipynb, section 5), which explains it; the benchmarks reuse
     it from here. tests/test_allreduce.py checks that this is the lesson's code (argument
     checks aside).
 

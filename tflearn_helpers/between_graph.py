@@ -1,9 +1,9 @@
-"""TF1 parameter-server graphs: a worker's model and where its parts go (lesson 01).
+"""TF1 parameter-server graphs: a worker's model and where its parts go (lesson 08).
 
 Each worker builds its own ``tf.Graph`` (between-graph replication): ``replica_device_setter``
 puts the variables on the ps tasks (round-robin in creation order) and the compute on that
-worker's device. This module holds the graph lesson 01's worker program builds, reports its
-placement (for lesson 01's exercises) and gives non-chief workers a session that polls
+worker's device. This module holds the graph lesson 08's worker program builds, reports its
+placement (for lesson 08's exercises) and gives non-chief workers a session that polls
 quickly for the chief (the program's class, reused by the exercise checks' programs).
 :mod:`tflearn_helpers.between_graph_runs` runs the workers and measures them.
 """
@@ -18,7 +18,7 @@ __all__ = ["build_graph", "placement", "quick_worker_session_creator"]
 def build_graph(cluster, task, mode="async", aggregate=0, workers=1):
     """This worker's own graph: variables on the ps tasks, compute on this worker.
 
-    Lesson 01 defines it in its worker program; this is that function (tests/test_between_graph.py
+    Lesson 08 defines it in its worker program; this is that function (tests/test_between_graph.py
     compares the two). Call it inside ``graph.as_default()``.
     """
     import tensorflow as tf
@@ -59,7 +59,7 @@ def quick_worker_session_creator(target: str, config):
     """A non-chief's session creator that checks for the chief's variables every 0.2 s
     (``MonitoredTrainingSession`` polls every 30 s and cannot be told otherwise).
 
-    Lesson 01 defines ``QuickWorkerSessionCreator`` in its worker program; this is that class
+    Lesson 08 defines ``QuickWorkerSessionCreator`` in its worker program; this is that class
     (tests/test_between_graph.py compares the two), for programs the course writes itself.
     """
     import tensorflow as tf

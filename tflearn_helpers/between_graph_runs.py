@@ -1,6 +1,6 @@
-"""Run TF1 parameter-server training and measure it (taught in lesson 01).
+"""Run TF1 parameter-server training and measure it (taught in lesson 08).
 
-Lesson 01's workers (and ``benchmarks/ps_async_vs_sync.py``'s) are processes running the
+Lesson 08's workers (and ``benchmarks/ps_async_vs_sync.py``'s) are processes running the
 worker program the lesson writes: :class:`WorkerProcesses` starts them and reads their
 JSON lines. Worker 0 is the chief. Every step records the global step read before
 computing and the one seen after applying, which gives the *staleness* of its update: how

@@ -8,9 +8,9 @@ the hint. In a notebook: ``check("00.1", my_answer)``.
 Unfilled exercises must run to the end under "Run All": an answer still holding the
 stub (``...``, ``None``, or a function whose body is only ``...``/``pass``/``return None``)
 is *not attempted*, never *wrong*; so is an answer checked with an earlier exercise's
-answer (``check("03.2", make_dataset, strategy)``) while that one is still a stub. A cell
+answer (``check("01.2", make_dataset, strategy)``) while that one is still a stub. A cell
 that needs the answer guards itself with
-``if ready("03.2", make_step): ...``.
+``if ready("01.2", make_step): ...``.
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def _evaluate(exercise_id: str, answer, *extra) -> CheckResult:
 def _lookup(exercise_id: str):
     lesson, _, number = exercise_id.partition(".")
     if not (lesson.isdigit() and number):
-        raise ValueError(f"exercise ids look like '03.2', got {exercise_id!r}")
+        raise ValueError(f"exercise ids look like '01.2', got {exercise_id!r}")
     try:
         importlib.import_module(f"{__package__}.exercise_checks.lesson{lesson}")
     except ModuleNotFoundError:

@@ -1,6 +1,6 @@
 """The course's data: generated images of learnable classes, and CIFAR-10 when the machine
-can reach it (taught in lesson 04; lesson 05 reuses it); ``teacher_data``, learnable
-feature vectors for lesson 03; at the end, the small problems of lessons 01, 01b and 02.
+can reach it (taught in lesson 02; lesson 03 reuses it); ``teacher_data``, learnable
+feature vectors for lesson 01; at the end, the small problems of lessons 08, 08b and 09.
 
 Generated images need no network: each class has its own colour and stripe direction,
 blurred by noise and brightness jitter, so a network learns them in a few dozen steps and
@@ -162,7 +162,7 @@ def _keras_cache_has(name: str) -> bool:
     return os.path.isdir(os.path.join(base, "datasets", name))
 
 
-# -- small synthetic problems of the distributed lessons (01, 01b, 02) ----------------------
+# -- small synthetic problems of the distributed lessons (08, 08b, 09) ----------------------
 def teacher_classes(
     n: int,
     features: int,
@@ -190,7 +190,7 @@ def teacher_classes(
 
 
 def regression_batches(batch: int, *, seed: int = 0, repeat: bool = True):
-    """A tf.data pipeline of a noisy linear regression with 8 features (lesson 02 defines it;
+    """A tf.data pipeline of a noisy linear regression with 8 features (lesson 09 defines it;
     tests/test_parameter_server.py checks this is the lesson's code).
 
     The same 1024 examples every call with the same ``seed``, shuffled, in batches of

@@ -43,7 +43,7 @@ def main(devices: int = 2, timeout: float = 120.0) -> int:
             start = time.perf_counter()
             detail = check(env)
             print(f"ok    {name}: {detail} ({time.perf_counter() - start:.1f} s)")
-        print(f"info  lab 01b kernel (tflearn-legacy): {_legacy_kernel()}")
+        print(f"info  lab 08b kernel (tflearn-legacy): {_legacy_kernel()}")
         _memory_report(env)
     except Exception as err:  # any failure is the instructor's answer: say it plainly
         print(f"FAIL  {type(err).__name__}: {err}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""TFRecord files of JPEGs and their parser, for lesson 04's exercises and their checks (the
+"""TFRecord files of JPEGs and their parser, for lesson 02's exercises and their checks (the
 lesson writes the same records, its pipeline and its timer in its own cells).
 
 ``write_shards`` stores images as TFRecord files of JPEG bytes (a real decode per image);

@@ -54,20 +54,20 @@ class Lesson:
 
 
 # The gpu-profile sizes: the largest that fit a T4's logical GPUs (lesson_fit checks them).
-RESNET_IMAGE = {"smoke": 32, "cpu": 32, "gpu": 224}  # lesson 04
-PER_REPLICA_BATCH = {"smoke": 16, "cpu": 16, "gpu": 32}  # lesson 04: global = this x N
-BN_PER_REPLICA_BATCH = {"smoke": 16, "cpu": 16, "gpu": 8}  # lesson 04's BatchNorm comparison
-# lesson 04's strong scaling: one device trains this whole global batch (smoke: a small net)
+RESNET_IMAGE = {"smoke": 32, "cpu": 32, "gpu": 224}  # lesson 02
+PER_REPLICA_BATCH = {"smoke": 16, "cpu": 16, "gpu": 32}  # lesson 02: global = this x N
+BN_PER_REPLICA_BATCH = {"smoke": 16, "cpu": 16, "gpu": 8}  # lesson 02's BatchNorm comparison
+# lesson 02's strong scaling: one device trains this whole global batch (smoke: a small net)
 STRONG_GLOBAL_BATCH = {"smoke": 128, "cpu": 32, "gpu": 32}
-PIPELINE_IMAGE = {"smoke": 32, "cpu": 64, "gpu": 224}  # lesson 05
-PIPELINE_BATCH = {"smoke": 8, "cpu": 32, "gpu": 16}  # lesson 05
+PIPELINE_IMAGE = {"smoke": 32, "cpu": 64, "gpu": 224}  # lesson 03
+PIPELINE_BATCH = {"smoke": 8, "cpu": 32, "gpu": 16}  # lesson 03
 MICRO_BATCHES = (1, 2, 4, 8)
-TRANSFORMER_SHAPE = {  # lesson 08: the Transformer whose peak it measures
+TRANSFORMER_SHAPE = {  # lesson 06: the Transformer whose peak it measures
     "smoke": dict(vocab=256, seq=128, width=64, heads=4, blocks=2),
     "cpu": dict(vocab=512, seq=256, width=128, heads=4, blocks=4),
     "gpu": dict(vocab=512, seq=256, width=128, heads=4, blocks=4),
 }
-PROBE_BATCH = 8  # lesson 08's batch for that measurement
+PROBE_BATCH = 8  # lesson 06's batch for that measurement
 
 
 @functools.cache
@@ -84,7 +84,7 @@ def resnet50(image: int, policy: str = "float32") -> memory.ModelMemory:
 
 @functools.cache
 def mlp(features: int, hidden: int, outputs: int) -> memory.ModelMemory:
-    """The memory profile of ``models.mlp`` (lessons 01-03, 06)."""
+    """The memory profile of ``models.mlp`` (lessons 01, 04, 08-09)."""
     return memory.profile(models.mlp(features, hidden, outputs))
 
 
@@ -104,24 +104,24 @@ def _lesson00(profile: str, n: int) -> list[int]:
     return [3 * side * side * 4] * n  # x, x + i and their product on every device
 
 
-def _lesson01(profile: str, n: int) -> list[int]:
+def _lesson08(profile: str, n: int) -> list[int]:
     prints = memory.parameter_server(mlp(784, 128, 10), 1, 32, "sgd")
     return [p.total for p in prints.values()]
 
 
-def _lesson02(profile: str, n: int) -> list[int]:
+def _lesson09(profile: str, n: int) -> list[int]:
     prints = memory.parameter_server(mlp(8, 32, 1), 2, 64, "sgd")
     return [p.total for p in prints.values()]
 
 
-def _lesson03(profile: str, n: int) -> list[int]:
+def _lesson01(profile: str, n: int) -> list[int]:
     gradient = resnet50(32).trainable_bytes  # the all-reduce of a ResNet-50-sized gradient
     replica = memory.mirrored(mlp(20, 128, 10), 32 * n, n, "sgd")
     return [replica.total + 3 * gradient] * n  # input, output and one packed buffer
 
 
-def _lesson04(profile: str, n: int) -> list[int]:
-    """The worst of lesson 04's steps on its first device, with every model it keeps."""
+def _lesson02(profile: str, n: int) -> list[int]:
+    """The worst of lesson 02's steps on its first device, with every model it keeps."""
     mem, per_replica = resnet50(RESNET_IMAGE[profile]), PER_REPLICA_BATCH[profile]
     steps = [
         memory.mirrored(mem, per_replica * n, n, "adam"),  # section 3: training
@@ -135,7 +135,7 @@ def _lesson04(profile: str, n: int) -> list[int]:
     return [kept + max(step.total for step in steps)] * n
 
 
-def _lesson05(profile: str, n: int) -> list[int]:
+def _lesson03(profile: str, n: int) -> list[int]:
     mem, batch = resnet50(PIPELINE_IMAGE[profile]), PIPELINE_BATCH[profile]
     worst = [0] * n
     for k in sorted({2, min(4, n)}):
@@ -146,11 +146,11 @@ def _lesson05(profile: str, n: int) -> list[int]:
     return worst
 
 
-def _lesson06(profile: str, n: int) -> list[int]:
+def _lesson04(profile: str, n: int) -> list[int]:
     return [memory.mirrored(mlp(20, 64, 10), 64, 2, "sgd").total] * n
 
 
-def _lesson08(profile: str, n: int) -> list[int]:
+def _lesson06(profile: str, n: int) -> list[int]:
     """One training step of the measured Transformer (section 1), were it run on a device."""
     shape = transformer_memory.TransformerShape(**TRANSFORMER_SHAPE[profile])
     return [transformer_memory.transformer(shape, PROBE_BATCH, "adam").total] * n
@@ -158,19 +158,19 @@ def _lesson08(profile: str, n: int) -> list[int]:
 
 LESSONS = (
     Lesson("00", 4, DEFAULT_GPU_MEMORY_MB, "the matrix size n", _lesson00),
-    Lesson("01", 2, DEFAULT_GPU_MEMORY_MB, "BATCH", _lesson01),
-    Lesson("02", None, DEFAULT_GPU_MEMORY_MB, "the batch size", _lesson02),
-    Lesson("03", 4, DEFAULT_GPU_MEMORY_MB, "PER_REPLICA_BATCH", _lesson03),
-    Lesson("04", 2, 6_912, "the per-replica batch (GLOBAL_BATCH = it x N)", _lesson04),
-    Lesson("05", 4, 3_328, "BATCH", _lesson05),
-    Lesson("06", 2, DEFAULT_GPU_MEMORY_MB, "the global batch", _lesson06),
-    Lesson("08", 2, DEFAULT_GPU_MEMORY_MB, "SHAPE and PROBE_BATCH", _lesson08),
+    Lesson("01", 4, DEFAULT_GPU_MEMORY_MB, "PER_REPLICA_BATCH", _lesson01),
+    Lesson("02", 2, 6_912, "the per-replica batch (GLOBAL_BATCH = it x N)", _lesson02),
+    Lesson("03", 4, 3_328, "BATCH", _lesson03),
+    Lesson("04", 2, DEFAULT_GPU_MEMORY_MB, "the global batch", _lesson04),
+    Lesson("06", 2, DEFAULT_GPU_MEMORY_MB, "SHAPE and PROBE_BATCH", _lesson06),
+    Lesson("08", 2, DEFAULT_GPU_MEMORY_MB, "BATCH", _lesson08),
+    Lesson("09", None, DEFAULT_GPU_MEMORY_MB, "the batch size", _lesson09),
 )
 
 
 @dataclass(frozen=True)
 class PlannerCase:
-    """A step lesson 04 or 05 predicts at its gpu profile, for lesson 08's planner to match."""
+    """A step lesson 02 or 03 predicts at its gpu profile, for lesson 06's planner to match."""
 
     lesson: str
     layout: str  # the planner's name for it
@@ -193,22 +193,22 @@ def _keras_resnet50(image: int):
 
 @functools.cache
 def planner_case(number: str) -> PlannerCase:
-    """Lesson 04's data-parallel step (2 replicas, Adam) or lesson 05's two-stage GPipe step
+    """Lesson 02's data-parallel step (2 replicas, Adam) or lesson 03's two-stage GPipe step
     (8 micro-batches, momentum SGD), on Keras' ResNet-50 at the gpu profile's sizes."""
-    if number not in ("04", "05"):
-        raise ValueError(f"the planner's cases are lessons '04' and '05', got {number!r}")
-    model = _keras_resnet50((RESNET_IMAGE if number == "04" else PIPELINE_IMAGE)["gpu"])
+    if number not in ("02", "03"):
+        raise ValueError(f"the planner's cases are lessons '02' and '03', got {number!r}")
+    model = _keras_resnet50((RESNET_IMAGE if number == "02" else PIPELINE_IMAGE)["gpu"])
     mem, limit = memory.profile(model), by_number(number).gpu_memory_mb * memory.MiB
-    if number == "04":
+    if number == "02":
         batch = 2 * PER_REPLICA_BATCH["gpu"]
         need = memory.mirrored(mem, batch, 2, "adam")
-        return PlannerCase("04", "dp2 zero0 tp1 pp1", model, mem, batch, "adam", limit, need)
+        return PlannerCase("02", "dp2 zero0 tp1 pp1", model, mem, batch, "adam", limit, need)
     batch = PIPELINE_BATCH["gpu"]
     stages = memory.pipeline(mem, pipeline_cuts(mem, 2), batch, 8, "gpipe", "momentum")
     need = max(stages, key=lambda f: f.total)
-    return PlannerCase("05", "dp1 zero0 tp1 pp2", model, mem, batch, "momentum", limit, need)
+    return PlannerCase("03", "dp1 zero0 tp1 pp2", model, mem, batch, "momentum", limit, need)
 
 
 def by_number(number: str) -> Lesson:
-    """The :data:`LESSONS` entry of lesson ``number`` ("04")."""
+    """The :data:`LESSONS` entry of lesson ``number`` ("02")."""
     return next(item for item in LESSONS if item.number == number)

@@ -1,4 +1,4 @@
-"""Timing and the figures derived from it (used by lessons 02 to 06 and benchmarks/).
+"""Timing and the figures derived from it (used by lessons 01 to 04, 09 and benchmarks/).
 
 Rules kept here once: warm-up steps (tracing, first allocation) are never timed, the
 result of every timed step is forced to the host so asynchronous execution is not

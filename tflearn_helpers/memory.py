@@ -18,7 +18,7 @@ A training step keeps on the device that runs it:
 ``profile(model)`` reads a Keras model's variables and layer outputs once; ``one_device``,
 ``mirrored``, ``pipeline`` and ``parameter_server`` turn it into a :class:`Footprint` per
 device, checked against TensorFlow's allocator by lesson 00 and
-``benchmarks/memory_vs_model.py``. Lesson 08's Transformer: ``transformer_memory``.
+``benchmarks/memory_vs_model.py``. Lesson 06's Transformer: ``transformer_memory``.
 """
 
 from __future__ import annotations

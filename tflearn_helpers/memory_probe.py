@@ -8,7 +8,7 @@ lesson 00) for the very network it built. On the CPU the allocator reports only 
 ``TF_CPU_ALLOCATOR_USE_BFC=true`` was set before TensorFlow loaded, so ``measure`` starts
 each run as a child process with it (a fresh process also starts from a clean allocator).
 Lesson 00 writes the same program in one of its cells. ``sweep`` measures many settings
-under one deadline (lesson 04): rounds of one child per core, each round's cost predicted
+under one deadline (lesson 02): rounds of one child per core, each round's cost predicted
 from the first one's, and a child still running at the deadline stopped ("too slow here").
 """
 

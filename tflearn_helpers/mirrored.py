@@ -1,9 +1,9 @@
-"""Synchronous data parallelism with MirroredStrategy (taught in lesson 03).
+"""Synchronous data parallelism with MirroredStrategy (taught in lesson 01).
 
 A custom training step with the loss scaled either the right way (by the global batch)
-or the classic wrong way (per replica), and the comparisons lesson 03 and its exercise checks
+or the classic wrong way (per replica), and the comparisons lesson 01 and its exercise checks
 make: whether every replica holds the same variables, how far two sets of weights are apart.
-(Lesson 03's learnable synthetic data is ``datasets.teacher_data``.)
+(Lesson 01's learnable synthetic data is ``datasets.teacher_data``.)
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ def per_replica_shapes(strategy, distributed) -> list[tuple[int, tuple[tuple, ..
 
 def make_train_step(strategy, model, optimizer, global_batch, loss_scaling="global"):
     """A ``tf.function`` training step on a distributed batch ``(x, y)``; it returns the mean
-    loss. Defined in lesson 03 (notebooks/03_mirrored_strategy.ipynb, section 4), which
-    explains it; lesson 04 copies it into a program file, lesson 06, exercises and the
+    loss. Defined in lesson 01 (notebooks/01_mirrored_strategy.ipynb, section 4), which
+    explains it; lesson 02 copies it into a program file, lesson 04, exercises and the
     benchmarks reuse it from here. tests/test_mirrored.py checks that this is the code of
     both lessons (argument checks aside).
 
@@ -126,7 +126,7 @@ def twin_model(model, strategy=None):
 
 def max_abs_difference(weights_a, weights_b) -> float:
     """Largest elementwise |a - b| between two lists of arrays (e.g. ``get_weights()``).
-    Defined in lesson 03 (section 4), as is :func:`update_norm`; lesson 06 and the exercise
+    Defined in lesson 01 (section 4), as is :func:`update_norm`; lesson 04 and the exercise
     checks reuse them from here, and tests/test_mirrored.py checks that they are the lesson's."""
     if len(weights_a) != len(weights_b):
         raise ValueError(f"{len(weights_a)} arrays vs {len(weights_b)}: not the same model")

@@ -1,9 +1,9 @@
-"""Model parallelism plumbing: where to cut a Keras functional model (taught in lesson 05).
+"""Model parallelism plumbing: where to cut a Keras functional model (taught in lesson 03).
 
 ``segment_models`` cuts a functional model (e.g. ResNet-50/101 from ``keras.applications``)
 at named layers such as ``"conv3_block1_out"`` into unplaced sub-models; ``time_segments``
 and ``balance`` pick cuts that even out a per-segment cost (parameters or measured time) for
-exercises, benchmarks and the memory planner. Lesson 05 writes its own timing and balancing,
+exercises, benchmarks and the memory planner. Lesson 03 writes its own timing and balancing,
 the placement of the stages on devices and the pipeline schedules.
 """
 
@@ -32,7 +32,7 @@ def block_boundaries(model) -> list[str]:
 def segment_models(model, cuts):
     """The sub-models between consecutive cut layers: from the input to the first cut's output,
     from there to the next, ..., from the last cut to the model's output. Unplaced; they share
-    the model's layers and weights. Defined in lesson 05 (notebooks/05_resnet50_model_parallel
+    the model's layers and weights. Defined in lesson 03 (notebooks/03_resnet50_model_parallel
     .ipynb, section 3), which explains it; exercises and benchmarks reuse it from here, with
     clear errors for cuts that are not layers of the model or not in its order.
     tests/test_model_parallel.py checks that this is the lesson's code (argument checks aside).

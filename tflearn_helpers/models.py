@@ -4,9 +4,9 @@
 Any other ``blocks`` builds the same bottleneck ResNet v1 recipe (He et al. 2015,
 arXiv:1512.03385; the layer names of ``keras.applications``) with fewer blocks per stage,
 e.g. ``(1, 1, 1, 1)``: a 14-layer ResNet whose graph traces several times faster, for the
-smoke profile (lessons 00, 04). ``small_cnn`` is a 3-block CNN for quick CPU timings, ``mlp``
-a one-hidden-layer perceptron (the memory sizes of lessons 01-03 and 06), ``regression_model``
-lesson 02's own, and ``named`` picks a model by the names the measuring programs take.
+smoke profile (lessons 00, 02). ``small_cnn`` is a 3-block CNN for quick CPU timings, ``mlp``
+a one-hidden-layer perceptron (the memory sizes of lessons 01, 04 and 08-09), ``regression_model``
+lesson 09's own, and ``named`` picks a model by the names the measuring programs take.
 Every model returns logits (no softmax).
 """
 
@@ -81,7 +81,7 @@ def mlp(features: int, hidden: int, outputs: int):
 def regression_model():
     """A small MLP for :func:`datasets.regression_batches` (``tf.keras``: tf_keras when chosen).
 
-    Lesson 02 defines it; tests/test_parameter_server.py checks this is the lesson's code.
+    Lesson 09 defines it; tests/test_parameter_server.py checks this is the lesson's code.
     """
     import tensorflow as tf
 

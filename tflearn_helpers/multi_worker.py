@@ -1,7 +1,7 @@
-"""Reading what a multi-worker job wrote (lesson 06's workers, ``scripts/multi_worker_train.py``).
+"""Reading what a multi-worker job wrote (lesson 04's workers, ``scripts/multi_worker_train.py``).
 
 A worker program writes one JSON line per training step, ``progress-<loop>-<task>.jsonl``, and
-its final weights. Defined in lesson 06 (notebooks/06_multi_worker_and_clusters.ipynb, section
+its final weights. Defined in lesson 04 (notebooks/04_multi_worker.ipynb, section
 2), which reads the files with these same functions; the exercise checks and the benchmarks
 reuse them from here, and tests/test_multi_worker.py checks that they are the lesson's code
 (argument checks aside). Comparing weights: ``mirrored.max_abs_difference``.

@@ -1,6 +1,6 @@
-"""ParameterServerStrategy throughput, for the benchmark (lesson 02 defines it).
+"""ParameterServerStrategy throughput, for the benchmark (lesson 09 defines it).
 
-``measure_workers`` is lesson 02's section 8 function, the same code
+``measure_workers`` is lesson 09's section 8 function, the same code
 (tests/test_parameter_server.py compares the two by their syntax trees); the lesson's data
 and model are in ``datasets``, its processes and their event lines in ``cluster``.
 """
@@ -20,7 +20,7 @@ __all__ = ["measure_workers"]
 def measure_workers(spec, n, *, steps, work):
     """(steps/s, steps each worker ran) of a compute-only step on the first n workers.
 
-    Lesson 02 defines it (section 8); benchmarks/ps_strategy_workers.py runs it.
+    Lesson 09 defines it (section 8); benchmarks/ps_strategy_workers.py runs it.
     """
     _check_cluster(spec)
     validate.whole_number("n", n, minimum=1, maximum=len(spec["worker"]))

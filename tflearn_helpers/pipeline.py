@@ -1,6 +1,6 @@
-"""Threads for pipeline stages (plumbing for lesson 05, whose cells write the schedules).
+"""Threads for pipeline stages (plumbing for lesson 03, whose cells write the schedules).
 
-Lesson 05 runs one Python thread per stage; each walks its own list of forward and backward
+Lesson 03 runs one Python thread per stage; each walks its own list of forward and backward
 passes. A stage's work is a ``tf.function`` call or a ``tape.gradient``, which run inside
 TensorFlow's runtime without holding the GIL, so stages can really work at the same time.
 """
@@ -16,7 +16,7 @@ def run_concurrently(functions, timeout: float = 600) -> list:
     """Run each function in its own thread (one per pipeline stage), wait for all, and
     return their results in order; the first error raised in a thread is raised here.
 
-    Plumbing for lesson 05's schedules: the schedule itself is the notebook's code. A
+    Plumbing for lesson 03's schedules: the schedule itself is the notebook's code. A
     thread still running after ``timeout`` seconds (e.g. waiting on a queue nobody fills)
     raises TimeoutError instead of hanging the notebook.
     """

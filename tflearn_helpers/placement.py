@@ -1,4 +1,4 @@
-"""Where variables live and where ops run (taught in lessons 00 and 05).
+"""Where variables live and where ops run (taught in lessons 00 and 03).
 
 ``variable_devices`` reads each variable's device. ``executed_nodes`` (lesson 00 writes it)
 runs a function once and reads the graphs TensorFlow actually executed, partitioned per device

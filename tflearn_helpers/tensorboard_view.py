@@ -1,4 +1,4 @@
-"""TensorBoard inside a notebook, on a server that ends with the kernel (lesson 03).
+"""TensorBoard inside a notebook, on a server that ends with the kernel (lesson 01).
 
 TensorBoard's own ``%tensorboard`` magic starts a server that outlives the kernel. ``show``
 starts one with :mod:`.cluster.processes` instead (stopped at kernel exit, kill included),

@@ -1,4 +1,4 @@
-"""Per-device timelines: when each stage worked, drawn as a Gantt chart (taught in lesson 05).
+"""Per-device timelines: when each stage worked, drawn as a Gantt chart (taught in lesson 03).
 
 A ``Timeline`` keeps (lane, label, start, end) events measured with ``time.perf_counter``
 from any thread; from them it derives how busy each lane was, the idle fraction of the

@@ -1,4 +1,4 @@
-"""Lesson 08's Transformer counted from its shape: the bytes one device holds training it,
+"""Lesson 06's Transformer counted from its shape: the bytes one device holds training it,
 with activation recomputation, ZeRO stages 1-3 and tensor parallelism.
 
 ``memory.profile`` reads a Keras model layer by layer, but attention keeps tensors inside one
@@ -26,7 +26,7 @@ _BLOCK_REPLICATED, _BLOCK_SPLIT, _ATTENTION_SPLIT, _SCORES, _SCORE_GRADIENTS = 8
 
 @dataclass(frozen=True)
 class TransformerShape:
-    """Lesson 08's model: token embedding, pre-LayerNorm blocks (attention, 4x MLP), head."""
+    """Lesson 06's model: token embedding, pre-LayerNorm blocks (attention, 4x MLP), head."""
 
     vocab: int
     seq: int

@@ -3,7 +3,7 @@
 Repository tooling, not in the learner's wheel: ``python tools/course.py --help``. It needs
 the course package (any install of it, a wheel too) and nbclient/nbconvert.
 
-Each notebook runs in its own kernel (the one its metadata names; lab 01b's is
+Each notebook runs in its own kernel (the one its metadata names; lab 08b's is
 ``tflearn-legacy``), is saved executed and rendered to HTML; build/index.html lists
 each notebook's status (with the failing cell), run time, headline figures and anything
 it left running. A failing notebook does not stop the others.

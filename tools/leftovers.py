@@ -1,5 +1,5 @@
 """Find processes and listening ports a notebook left behind (used by the tests and the
-course runner; lessons 01, 02 and 06 promise to leave none)."""
+course runner; lessons 04, 08 and 09 promise to leave none)."""
 
 from __future__ import annotations
 

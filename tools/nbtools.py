@@ -169,7 +169,7 @@ def rotating_sample(items: list, key: str, k: int = 1) -> list:
 
 #: What tests/test_browser.py runs in JupyterLab on every commit, and the two variables that
 #: choose more (see that file's docstring).
-BROWSER_ALWAYS = ("exercises/00_devices_and_setup.ipynb", "notebooks/03_mirrored_strategy.ipynb")
+BROWSER_ALWAYS = ("exercises/00_devices_and_setup.ipynb", "notebooks/01_mirrored_strategy.ipynb")
 BROWSER_LESSONS_ENV, BROWSER_REPEAT_ENV = "TFLEARN_BROWSER_LESSONS", "TFLEARN_BROWSER_REPEAT"
 
 
@@ -182,7 +182,7 @@ def commit() -> str:
 def browser_notebooks(environ=os.environ) -> list[str]:
     """The notebooks the browser test runs, relative to the repository, in order:
     BROWSER_ALWAYS, then one drawing lesson chosen by the commit (``rotating_sample``),
-    or the lessons BROWSER_LESSONS_ENV names ("all": every drawing lesson; "03,06": those),
+    or the lessons BROWSER_LESSONS_ENV names ("all": every drawing lesson; "01,04": those),
     each BROWSER_REPEAT_ENV times."""
     lessons = [p.name for p in course_notebooks(("notebooks",))]
     drawing = [

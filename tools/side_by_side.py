@@ -92,11 +92,11 @@ def run(paths: list[Path], out_dir: Path, root: Path, timeout, jobs) -> list[dic
 FIRST_RUN_SECONDS = {
     f"notebooks/{name}.ipynb": seconds
     for name, seconds in [
-        ("04_resnet50_data_parallel", 254), ("07_communication", 146),
-        ("06_multi_worker_and_clusters", 121), ("02_parameter_server_strategy", 109),
-        ("01_parameter_servers_estimator_era", 100), ("05_resnet50_model_parallel", 87),
-        ("00_devices_and_setup", 76), ("01b_estimator_legacy", 38),
-        ("03_mirrored_strategy", 35), ("08_sharding_and_memory", 22),
+        ("02_resnet50_data_parallel", 254), ("05_communication", 146),
+        ("04_multi_worker", 121), ("09_parameter_server_strategy", 109),
+        ("08_parameter_servers_estimator_era", 100), ("03_resnet50_model_parallel", 87),
+        ("00_devices_and_setup", 76), ("08b_estimator_legacy", 38),
+        ("01_mirrored_strategy", 35), ("06_sharding_and_memory", 22),
     ]
 }  # fmt: skip
 

@@ -10,7 +10,7 @@ repetition to the next. After every run the table is rewritten to build/soak/ (s
 soak.csv, soak.json with every run); an interrupted soak keeps the table of the runs it did.
 
     .venv/bin/python tools/soak.py --runs 5            # what `make soak` runs (SOAK_RUNS=5)
-    .venv/bin/python tools/soak.py --runs 1 --only 06  # one notebook's three versions, once
+    .venv/bin/python tools/soak.py --runs 1 --only 04  # one notebook's three versions, once
     .venv/bin/python tools/soak.py --runs 3 --scale cpu --only notebooks/  # the main job's lessons
 """
 

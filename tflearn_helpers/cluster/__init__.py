@@ -5,7 +5,7 @@
 program, stopped at kernel exit); the other modules are
 ``cluster.tf_config``, ``cluster.processes`` (with ``cluster.fork_server``: Python programs
 started as forks of a process that imported TensorFlow), ``cluster.events``, ``cluster.network`` (a
-shaped link, lesson 07), ``cluster.kubernetes`` and ``cluster.tfjob`` (the legacy TFJob).
+shaped link, lesson 05), ``cluster.kubernetes`` and ``cluster.tfjob`` (the legacy TFJob).
 """
 
 from . import events, fork_server, kubernetes, network, processes, tf_config, tfjob

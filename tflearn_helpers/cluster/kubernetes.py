@@ -1,4 +1,4 @@
-"""Kubernetes manifests for a multi-worker job (taught in lesson 06). Nothing here talks to a
+"""Kubernetes manifests for a multi-worker job (taught in lesson 04). Nothing here talks to a
 cluster: it writes plain dicts; ``yaml.safe_dump_all`` turns them into text for ``kubectl apply``.
 
 From the same worker list LocalCluster runs on localhost:
@@ -49,7 +49,7 @@ def indexed_job(
 
     When a pod fails, the Job controller replaces only that pod (up to ``backoffLimit``): the
     others stay inside their collective until its timeout, so the worker program must exit on
-    a collective error and every worker must restart from the checkpoint (lesson 06)."""
+    a collective error and every worker must restart from the checkpoint (lesson 04)."""
     addresses = worker_addresses(name, workers, port)
     job_spec = _indexed_spec(name, addresses, image, command, port, gpus_per_worker,
                              shared_volume_claim, shared_mount, env)  # fmt: skip

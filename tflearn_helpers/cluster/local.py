@@ -1,4 +1,4 @@
-"""Short-lived TensorFlow clusters on localhost (lessons 01, 02 and 06).
+"""Short-lived TensorFlow clusters on localhost (lessons 04, 08 and 09).
 
 ``LocalCluster`` starts one real process per task, each with its own TF_CONFIG, and
 guarantees teardown: on ``with`` exit (success, exception or kernel interrupt), at
@@ -70,7 +70,7 @@ def start_server(cluster: dict[str, list[str]], job: str, index: int):
     """A started ``tf.distribute.Server`` for task ``job:index`` of ``cluster``.
 
     Workers get ``inter_op_parallelism_threads = workers + 1``: with 1 thread a worker can
-    block on a remote value while holding its only thread (lesson 02 shows the deadlock).
+    block on a remote value while holding its only thread (lesson 09 shows the deadlock).
     """
     import tensorflow as tf
 
@@ -120,7 +120,7 @@ class LocalCluster:
         self.log_dir = Path(log_dir or processes.temporary_folder("tflearn-cluster-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.env = dict(env or {})
-        self.namespaces = namespaces  # lesson 07's shaped network
+        self.namespaces = namespaces  # lesson 05's shaped network
         self.cores = cores  # the i-th task (in cluster order) runs on cores[i]
         self.procs: dict[tuple[str, int], processes.Child] = {}
         self._targets: dict[tuple[str, int], list[str]] = {}

@@ -1,4 +1,4 @@
-"""A network you can measure on one machine (lesson 07): worker processes behind a shaped link.
+"""A network you can measure on one machine (lesson 05): worker processes behind a shaped link.
 
 ``Network(rate_mbit)`` makes a fresh network namespace (``unshare -rn``: a user + network
 namespace, unprivileged where the kernel allows it; ``unshare -n`` as root otherwise) held

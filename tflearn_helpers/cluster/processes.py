@@ -176,7 +176,7 @@ def start(command, **options) -> Child:
     ``merge_stderr`` (True), ``env`` (added to this process's environment), ``unset`` (names
     left out of it), ``cwd``, ``core`` (pin it to one CPU), ``namespaces`` (``(pid, kinds)``:
     run inside the namespaces of process ``pid``, e.g. ``(holder, ["user", "net"])``: lesson
-    07's shaped network), ``name`` (for messages), ``fresh`` (a new interpreter even for a
+    05's shaped network), ``name`` (for messages), ``fresh`` (a new interpreter even for a
     Python command that a fork server could start: a program that observes its own
     ``import tensorflow``).
     """

@@ -2,7 +2,7 @@
 
 Reads and validates TF_CONFIG, starts a ``tf.distribute.Server`` for its task and serves
 until it is stopped. LocalCluster starts it for ps tasks and for workers that a
-coordinator drives (lessons 01, 02 and 06).
+coordinator drives (lessons 04, 08 and 09).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""TF_CONFIG: build it and validate it (taught in lessons 01, 02 and 06).
+"""TF_CONFIG: build it and validate it (taught in lessons 04, 08 and 09).
 
 TF_CONFIG is the JSON every task of a TensorFlow cluster reads to learn the cluster's
 addresses and its own role: ``{"cluster": {"worker": ["host:port", ...], ...},

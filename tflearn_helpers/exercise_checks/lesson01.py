@@ -1,244 +1,220 @@
-"""Checks for exercises 01 (parameter servers in the Estimator era)."""
+"""Checks for lesson 01's exercises (data parallelism with MirroredStrategy).
+
+Each check runs the learner's code on its own small problem and compares it with what
+one device would do; hints say what went wrong, never the code that is right.
+"""
 
 from __future__ import annotations
 
-import json
-import random
-import tempfile
-from pathlib import Path
+import numpy as np
 
-from ..checks import exercise, learner_source
-from ..cluster import tf_config
+from .. import datasets, mirrored
+from ..checks import exercise
+from ..measure import ring_allreduce_bytes
 
-__all__ = []
+__all__ = ["mirrored_strategy", "train_step"]
 
 
-@exercise("01.4")
-def ps_of_logits_kernel(answer):
-    from ..between_graph import placement
+def _strategy_problem(strategy):
+    import tensorflow as tf
 
-    if not isinstance(answer, str) or not answer.startswith("ps:"):
-        return "answer with a task name like 'ps:0', as in the lesson's placement table"
-    where = {name: device for name, _, device, _ in placement(num_ps=3)}
-    if answer != where["logits/kernel"]:
-        return (
-            "round-robin follows creation order, and the global step is created first: "
-            "count the variables created before logits/kernel"
-        )
-    return None
-
-
-@exercise("01.3")
-def staleness_function(fn):
-    from ..between_graph_runs import WorkerLog
-
-    if not callable(fn):
-        return "pass your function itself: staleness(before, after) -> list of ints"
-    rng = random.Random(1)
-    for case in range(20):
-        before = sorted(rng.randrange(0, 50) for _ in range(case + 1))
-        after = [b + 1 + rng.randrange(0, 4) for b in before]
-        expected = WorkerLog(0, before=before, after=after).staleness
-        got = list(fn(before, after))
-        if len(got) != len(expected):
-            return "return one staleness value per step (as many as there are reads)"
-        if got != expected:
-            if got == [a - b for b, a in zip(before, after, strict=True)]:
-                return "the worker's own update is included in after - before: subtract it"
-            return "staleness counts the updates *other* workers applied between the two reads"
-    return None
-
-
-@exercise("01.2")
-def evaluator_tf_config(answer):
-    try:
-        config = tf_config.validate(answer)
-    except tf_config.TFConfigError as err:
-        return f"TF_CONFIG is not valid: {err}"
-    cluster = config["cluster"]
-    missing = sorted({"chief", "worker", "ps", "evaluator"} - set(cluster))
-    if missing:
-        return f'TF_CONFIG["cluster"] has no "{missing[0]}" job; the exercise\'s cluster has one'
-    for job, count in (("worker", 2), ("ps", 1)):
-        if len(cluster[job]) != count:
-            return f'TF_CONFIG["cluster"]["{job}"] has {len(cluster[job])} address(es): count again'
-    if config["task"].get("type") != "evaluator":
-        return 'TF_CONFIG["task"]["type"] is not the role this process plays'
+    if not isinstance(strategy, tf.distribute.Strategy):
+        return "pass your MirroredStrategy as the second argument of check()"
+    if strategy.num_replicas_in_sync < 2:
+        return "use a strategy with at least two replicas (the setup cell made several devices)"
     return None
 
 
 @exercise("01.1")
-def worker_graph_placement(build_worker_graph):
-    """build_worker_graph(cluster, task) builds one worker's graph; run it and look."""
+def mirrored_strategy(strategy, devices):
+    """A MirroredStrategy with one replica on each of ``devices``; it must run a reduction."""
     import tensorflow as tf
 
-    if not callable(build_worker_graph):
-        return "pass your function build_worker_graph itself, not its result"
-    spec = tf.train.ClusterSpec({"ps": [f"localhost:{p}" for p in (1, 2, 3)], "worker": _WORKERS})
-    graph = tf.Graph()
-    with graph.as_default():
-        build_worker_graph(spec, 1)
-        variables = tf.compat.v1.global_variables()
-    if not variables:
-        return "no variables were created: the model needs weights (tf.compat.v1.get_variable)"
-    for variable in variables:
-        if tf.DeviceSpec.from_string(variable.device).job != "ps":
-            return (
-                f"variable {variable.op.name} is on '{variable.device or 'no device'}', not on a "
-                "ps task: create the variables inside the device function's scope"
-            )
-    used = {tf.DeviceSpec.from_string(v.device).task for v in variables}
-    if len(variables) > 1 and len(used) < 2:
-        return "all the variables sit on one ps task: tell the device setter about the cluster"
-    compute = [op for op in graph.get_operations() if "MatMul" in op.type]
-    if not compute:
-        return "nothing is computed: the worker's forward pass should multiply by the weights"
-    for op in compute:
-        device = tf.DeviceSpec.from_string(op.device)
-        if (device.job, device.task) != ("worker", 1):
-            return (
-                f"{op.name} is placed on '{op.device or 'no device'}', not on the worker whose "
-                "graph this is: which argument of the device setter names it?"
-            )
-    return None
-
-
-_WORKERS = ["localhost:4", "localhost:5"]
-
-
-# -- 01.5: a synchronous worker, run on a local cluster (1 ps, 2 worker processes) ----------
-SYNC_HARNESS = """
-import json, os, sys
-import numpy as np
-import tensorflow as tf
-from tflearn_helpers import between_graph
-
-v1 = tf.compat.v1
-
-{learner}
-
-
-def main():
-    config = json.loads(os.environ["TF_CONFIG"])
-    task, steps = config["task"]["index"], int(sys.argv[1])
-    cluster = tf.train.ClusterSpec(config["cluster"])
-    server = tf.distribute.Server(cluster, job_name="worker", task_index=task)
-    v1.disable_eager_execution()
-    x = v1.placeholder(tf.float32, [None, 10], name="x")
-    y = v1.placeholder(tf.float32, [None, 1], name="y")
-    loss, train_op, hooks = {name}(cluster, task, cluster.num_tasks("worker"), x, y)
-    step = v1.train.get_global_step()
-    graph = v1.get_default_graph()
-    print(json.dumps({{"graph": {{
-        "variables": {{v.op.name: v.device for v in v1.global_variables()}},
-        "num_required": [  # gradients each update takes, one accumulator per variable
-            int(tf.get_static_value(op.inputs[1])) for op in graph.get_operations()
-            if op.type == "ResourceAccumulatorTakeGradient"],
-        "global_step": step is not None}}}}), flush=True)
-    if step is None:
-        return
-    with tf.control_dependencies([train_op]):
-        after = tf.identity(step.read_value())
-    hooks = list(hooks or []) + [v1.train.StopAtStepHook(last_step=steps)]
-    filters = v1.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{{task}}"])
-    if task == 0:
-        session = v1.train.MonitoredTrainingSession(
-            master=server.target, is_chief=True, hooks=hooks, config=filters,
-            save_checkpoint_secs=None, save_checkpoint_steps=None, save_summaries_steps=None,
-            save_summaries_secs=None, log_step_count_steps=None)
-    else:
-        creator = between_graph.quick_worker_session_creator(server.target, filters)
-        session = v1.train.MonitoredSession(creator, hooks=hooks)
-    true_w = np.linspace(-1.0, 1.0, 10, dtype=np.float32)[:, None]
-    rng = np.random.default_rng(task)
-    with session:
-        while not session.should_stop():
-            xb = rng.normal(size=(32, 10)).astype(np.float32)
-            value, seen = session.run([loss, after], {{x: xb, y: xb @ true_w}})
-            print(json.dumps({{"loss": float(value), "after": int(seen)}}), flush=True)
-        print(json.dumps({{"done": True}}), flush=True)
-        os._exit(0)  # a sync session can wait forever on close for a token nobody sends
-
-
-main()
-"""
-
-
-def _run_sync_cluster(source: str, name: str, steps: int, timeout: float) -> dict:
-    """Run the learner's worker on 1 ps + 2 worker processes until the chief reaches
-    ``steps`` global steps (or ``timeout`` s once both have built their graphs: starting
-    TensorFlow on a busy machine does not count as a stall); what each worker printed."""
-    from .. import cluster
-    from ..cluster import processes
-
-    spec = cluster.local_cluster_spec(workers=2, ps=1)
-    with (
-        tempfile.TemporaryDirectory(prefix="tflearn-check-01.5-") as folder,
-        cluster.LocalCluster(spec, log_dir=folder, env={"CUDA_VISIBLE_DEVICES": ""}) as run,
-    ):
-        program = Path(folder) / "sync_worker.py"
-        program.write_text(SYNC_HARNESS.format(learner=source, name=name))
-        run.start("server", tasks=[("ps", 0)])
-        run.start(program, args=[steps], tasks=[("worker", 0), ("worker", 1)])
-        chief = run.procs[("worker", 0)]
-        built = lambda i: '{"graph"' in run.logs("worker", i)  # noqa: E731
-        try:  # both graphs built, or the chief gone (it failed, or it finished already)
-            processes.wait_until(lambda: (built(0) and built(1)) or not chief.running(), 300, "")
-            code = run.wait([("worker", 0)], timeout=timeout)[("worker", 0)]
-        except TimeoutError:
-            code = None  # still running: stalled
-        logs = [run.logs("worker", i) for i in (0, 1)]
-    return {"code": code, "logs": logs, "lines": [_json_lines(log) for log in logs]}
-
-
-def _json_lines(log: str) -> list[dict]:
-    lines = []
-    for line in log.splitlines():
-        try:
-            lines.append(json.loads(line) if line.startswith("{") else None)
-        except json.JSONDecodeError:
-            continue  # a line cut short when the process was stopped
-    return [line for line in lines if isinstance(line, dict)]
-
-
-def _judge_sync(outcome: dict, steps: int, timeout: float):
-    graph = next((ln["graph"] for ln in outcome["lines"][0] if "graph" in ln), None)
-    if graph is None and outcome["code"] is None:
-        return "the workers did not start within 300 s (a busy machine?): run the check again"
-    if graph is None:
-        lines = outcome["logs"][0].strip().splitlines() or ["(no output)"]
-        last = next((ln for ln in reversed(lines) if "Error" in ln), lines[-1])
-        return f"your function failed in the worker process: {last[:300]}"
-    if not graph["global_step"]:
-        return "the graph has no global step: updates are counted with one"
-    for name, device in graph["variables"].items():
-        if "/job:ps" not in device:
-            return f"variable {name} is on '{device or 'no device'}', not on a ps task"
-    done = [ln for worker in outcome["lines"] for ln in worker if "after" in ln]
-    reached = max((ln["after"] for ln in done), default=0)
-    if outcome["code"] is None or reached < steps:
+    if not isinstance(strategy, tf.distribute.MirroredStrategy):
+        return f"expected a tf.distribute.MirroredStrategy, got {type(strategy).__name__}"
+    wanted = {_device_key(d) for d in devices}
+    got = {_device_key(d) for d in strategy.extended.worker_devices}
+    if got != wanted:
         return (
-            f"training stalled at global step {reached} of {steps} (waited {timeout:.0f} s): "
-            "synchronous training needs something to run in every worker's session"
+            f"your strategy has {len(got)} replica(s) on other devices than the {len(wanted)} "
+            "the setup cell made: pass them (course.devices)"
         )
-    if not graph["num_required"]:
-        return "each update applied one worker's gradient as it came: that is asynchronous"
-    if min(graph["num_required"]) < len(outcome["lines"]):
-        return "an update averages fewer gradients than workers send: how many should it average?"
-    # every worker's losses in global-step order: on a busy machine one worker can run most
-    # of the steps (either one's gradients fill an update): the chief's alone were 4 runs once
-    losses = [ln["loss"] for ln in sorted(done, key=lambda ln: ln["after"])]
-    if not sum(losses[-3:]) < 0.5 * sum(losses[:3]):
-        return "the loss did not fall: does train_op minimize the loss you return?"
+    n = strategy.num_replicas_in_sync
+    ids = strategy.run(lambda: tf.distribute.get_replica_context().replica_id_in_sync_group)
+    total = int(strategy.reduce(tf.distribute.ReduceOp.SUM, ids, axis=None))
+    if total != n * (n - 1) // 2:
+        return "the replicas of your strategy did not all run: check its devices"
     return None
+
+
+def _device_key(name: str) -> tuple[str, int]:
+    import tensorflow as tf
+
+    spec = tf.DeviceSpec.from_string(name)
+    return spec.device_type, spec.device_index
+
+
+@exercise("01.2")
+def distributed_dataset(make_dataset, strategy):
+    """make_dataset(strategy, x, y, global_batch) -> a distributed dataset of (x, y)."""
+    import tensorflow as tf
+
+    problem = _strategy_problem(strategy)
+    if problem:
+        return problem
+    n = strategy.num_replicas_in_sync
+    global_batch = 4 * n
+    x = np.arange(3 * global_batch * 2, dtype=np.float32).reshape(-1, 2)
+    y = np.arange(3 * global_batch, dtype=np.int32)
+    result = make_dataset(strategy, x, y, global_batch)
+    if result is None:
+        return "your function returns None: write its body"
+    if isinstance(result, tf.data.Dataset):
+        return "that is a plain tf.data.Dataset: the strategy has to split it between replicas"
+    if not isinstance(result, tf.distribute.DistributedDataset):
+        return f"expected a distributed dataset, got {type(result).__name__}"
+    elements, seen = list(result), []
+    for element in elements:
+        shapes = mirrored.per_replica_shapes(strategy, element)
+        sizes = {s[0][0] for _, s in shapes}
+        if sizes != {global_batch // n}:
+            return (
+                f"each replica got {sorted(sizes)} examples per step; with {n} replicas and a "
+                f"global batch of {global_batch}, is the dataset batched with the right size?"
+            )
+        seen.extend(
+            int(v) for part in strategy.experimental_local_results(element[1]) for v in part
+        )
+    if len(elements) != 3:
+        return f"one pass should take 3 steps of {global_batch} examples, not {len(elements)}"
+    if sorted(seen) != list(range(len(y))):
+        return "one pass over your dataset does not see every example exactly once"
+    return None
+
+
+@exercise("01.3")
+def train_step(make_step, strategy):
+    """make_step(strategy, model, optimizer, global_batch) -> step(distributed batch) -> loss."""
+    import tensorflow as tf
+
+    problem = _strategy_problem(strategy)
+    if problem:
+        return problem
+    n = strategy.num_replicas_in_sync
+    global_batch = 8 * n
+    x, y = datasets.teacher_data(global_batch, features=6, classes=4, seed=3)
+    l2 = tf.keras.regularizers.L2(0.05)
+    reference = tf.keras.Sequential(
+        [tf.keras.Input((6,)), tf.keras.layers.Dense(4, kernel_regularizer=l2)]
+    )
+    one = tf.distribute.get_strategy()
+    expected = mirrored.twin_model(reference, one)
+    one_step = mirrored.make_train_step(one, expected, tf.keras.optimizers.SGD(0.5), global_batch)
+    data_loss = float(one_step((x, y)))
+    penalty = float(tf.add_n(reference.losses))  # at the starting weights, as in the step
+    model = mirrored.twin_model(reference, strategy)
+    with strategy.scope():
+        optimizer = tf.keras.optimizers.SGD(0.5)
+    step = make_step(strategy, model, optimizer, global_batch)
+    if not callable(step):
+        return "make_step must return the step function (it returned no function)"
+    batch = tf.data.Dataset.from_tensor_slices((x, y)).batch(global_batch)
+    loss = step(next(iter(strategy.experimental_distribute_dataset(batch))))
+    if mirrored.replica_divergence(model.variables) != 0.0:
+        return "after your step the replicas hold different weights: apply one summed gradient"
+    w0 = reference.get_weights()
+    ratio = mirrored.update_norm(w0, model.get_weights()) / mirrored.update_norm(
+        w0, expected.get_weights()
+    )
+    if abs(ratio - n) < 0.01 * n:
+        return f"your update is {n} times the single-device one: how is each replica's loss scaled?"
+    if abs(ratio - 1 / n) < 0.01 / n:
+        return f"your update is 1/{n} of the single-device one: how is each replica's loss scaled?"
+    if mirrored.max_abs_difference(model.get_weights(), expected.get_weights()) > 1e-5:
+        return (
+            f"your step differs from one device's step on the same batch (update ratio "
+            f"{ratio:.3g}): how does each replica scale its loss and the model.losses penalty?"
+        )
+    loss = np.asarray(loss)
+    if loss.shape != () or not np.isfinite(loss):
+        return "the step should return one number: the loss combined over the replicas"
+    if min(abs(float(loss) - data_loss), abs(float(loss) - data_loss - penalty)) > 1e-4:
+        return (
+            f"your step returns {float(loss):.4g}, not the loss of the whole global batch "
+            "(with or without the penalty): how does strategy.reduce combine the replicas' "
+            "shares of it?"
+        )
+    return None
+
+
+@exercise("01.4")
+def trained_with_custom_loop(train, strategy):
+    """train(strategy, x, y, global_batch, epochs) -> (model, loss of each epoch)."""
+    problem = _strategy_problem(strategy)
+    if problem:
+        return problem
+    n, epochs = strategy.num_replicas_in_sync, 3
+    x, y = datasets.teacher_data(1024, seed=11)
+    result = train(strategy, x, y, 32 * n, epochs)
+    if not isinstance(result, tuple) or len(result) != 2:
+        return "return two things: the trained model and the list of epoch losses"
+    model, losses = result
+    problem = _mirrored_model_problem(model, n, "the first thing returned should be the model")
+    if problem:
+        return problem
+    losses = [float(v) for v in np.ravel(np.asarray(losses, dtype=float))]
+    if len(losses) != epochs or not all(np.isfinite(losses)):
+        return f"return one finite loss per epoch ({epochs} epochs asked), got {len(losses)}"
+    if not losses[-1] < losses[0]:
+        return "the loss did not fall from the first epoch to the last: is the model trained?"
+    return _beats_chance(model, features=x.shape[1])
 
 
 @exercise("01.5")
-def sync_worker(build_sync_worker, steps: int = 30, timeout: float = 60.0):
-    """build_sync_worker(cluster, task, workers, x, y) -> (loss, train_op, hooks), run by
-    two worker processes and one ps on this machine."""
-    source, hint = learner_source(build_sync_worker, "build_sync_worker")
-    if hint:
-        return hint
-    outcome = _run_sync_cluster(source, build_sync_worker.__name__, steps, timeout)
-    return _judge_sync(outcome, steps, timeout)
+def trained_with_fit(model, strategy):
+    """The seed's Keras model trained with fit() on every replica of ``strategy``."""
+    problem = _strategy_problem(strategy)
+    if problem:
+        return problem
+    problem = _mirrored_model_problem(model, strategy.num_replicas_in_sync, "pass the model")
+    if problem:
+        return problem
+    return _beats_chance(model, features=model.trainable_variables[0].shape[0])
+
+
+def _mirrored_model_problem(model, replicas: int, not_a_model: str):
+    """A hint when ``model`` is not a Keras model mirrored, identically, on ``replicas``."""
+    variables = list(getattr(model, "trainable_variables", []))
+    if not variables:
+        return f"{not_a_model}: the trained Keras model"
+    if any(mirrored.replica_count(v) != replicas for v in variables):
+        return (
+            f"the model's variables are not mirrored on the {replicas} replicas: "
+            "where was it built?"
+        )
+    if mirrored.replica_divergence(variables) != 0.0:
+        return "after training, the replicas' copies of the weights differ"
+    return None
+
+
+def _beats_chance(model, features: int):
+    x, y = datasets.teacher_data(2048, features=features, seed=123)
+    accuracy = float(np.mean(np.argmax(np.asarray(model(x)), axis=1) == y))
+    if accuracy <= 2 / 10:
+        return f"held-out accuracy {accuracy:.2f} is near chance: train on teacher_data for longer"
+    return None
+
+
+@exercise("01.6")
+def ring_megabytes(answer):
+    """MB each of 8 GPUs sends per step to all-reduce 25,557,032 float32 gradients (ring)."""
+    size = 25_557_032 * 4
+    right = ring_allreduce_bytes(size, 8) / 1e6
+    value = float(answer)
+    if abs(value - right) <= 0.01 * right:
+        return None
+    if abs(value / 1e6 - right) <= 0.01 * right:
+        return "that looks like bytes: give megabytes (1 MB = 10**6 bytes)"
+    if abs(value - size / 1e6) <= 0.01 * right:
+        return "that is one copy of the gradient; the ring has two phases"
+    return "not quite: apply the ring model of section 5 to this gradient's size in bytes"

@@ -1,220 +1,244 @@
-"""Checks for lesson 03's exercises (data parallelism with MirroredStrategy).
+"""Checks for lesson 03's exercises (model-parallel ResNet-101, pipeline bubbles).
 
-Each check runs the learner's code on its own small problem and compares it with what
-one device would do; hints say what went wrong, never the code that is right.
+03.1 runs the learner's own code: it reads where the stages' parameters live (each
+variable's device), runs the learner's forward function and reads which devices executed
+its ops (the per-device graphs TensorFlow ran), compares its output with the unsplit
+model, runs one training step and reads where its backward pass and updates ran and where
+the optimizers keep their variables (slots). 03.3 runs the learner's GPipe schedule on a
+small two-stage model and compares its gradients with one full-batch tape.gradient. Hints
+say what is wrong, never where to cut or what to write.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from .. import datasets, mirrored
+from .. import validate
 from ..checks import exercise
-from ..measure import ring_allreduce_bytes
+from ..measure import pipeline_bubble
+from ..placement import compute_op_counts, op_devices, parameters_per_device
 
-__all__ = ["mirrored_strategy", "train_step"]
+__all__ = []
 
-
-def _strategy_problem(strategy):
-    import tensorflow as tf
-
-    if not isinstance(strategy, tf.distribute.Strategy):
-        return "pass your MirroredStrategy as the second argument of check()"
-    if strategy.num_replicas_in_sync < 2:
-        return "use a strategy with at least two replicas (the setup cell made several devices)"
-    return None
+#: ResNet-101 has 3 + 4 + 23 + 3 residual blocks.
+RESNET101_BLOCKS = 33
+#: "Balanced": the fullest device holds at most this many times an equal share of parameters.
+BALANCE_TOLERANCE = 1.25
+KEYS = ("model", "stages", "optimizers", "forward", "train_step")
 
 
 @exercise("03.1")
-def mirrored_strategy(strategy, devices):
-    """A MirroredStrategy with one replica on each of ``devices``; it must run a reduction."""
-    import tensorflow as tf
+def resnet101_split(answer):
+    """answer: dict(model=ResNet-101, stages=[placed Keras models], optimizers=[one per
+    stage], forward=fn, train_step=fn)."""
+    if not isinstance(answer, dict) or set(answer) != set(KEYS):
+        return f"answer with a dict whose keys are exactly {', '.join(KEYS)}"
+    model, stages = answer["model"], list(answer["stages"])
+    hint = _check_model(model) or _check_parameters(model, stages)
+    if hint:
+        return hint
+    return (
+        _check_forward(model, stages, answer["forward"])
+        or _check_training(stages, answer["train_step"], model)
+        or _check_optimizers(stages, answer["optimizers"])
+    )
 
-    if not isinstance(strategy, tf.distribute.MirroredStrategy):
-        return f"expected a tf.distribute.MirroredStrategy, got {type(strategy).__name__}"
-    wanted = {_device_key(d) for d in devices}
-    got = {_device_key(d) for d in strategy.extended.worker_devices}
-    if got != wanted:
-        return (
-            f"your strategy has {len(got)} replica(s) on other devices than the {len(wanted)} "
-            "the setup cell made: pass them (course.devices)"
-        )
-    n = strategy.num_replicas_in_sync
-    ids = strategy.run(lambda: tf.distribute.get_replica_context().replica_id_in_sync_group)
-    total = int(strategy.reduce(tf.distribute.ReduceOp.SUM, ids, axis=None))
-    if total != n * (n - 1) // 2:
-        return "the replicas of your strategy did not all run: check its devices"
+
+def _check_model(model):
+    if not hasattr(model, "layers") or not hasattr(model, "count_params"):
+        return "answer['model'] should be the unsplit Keras ResNet-101"
+    n_blocks = sum(1 for layer in model.layers if layer.name.endswith("_out"))
+    if n_blocks != RESNET101_BLOCKS:
+        return f"the model has {n_blocks} residual blocks; ResNet-101 has {RESNET101_BLOCKS}"
     return None
 
 
-def _device_key(name: str) -> tuple[str, int]:
+def _check_parameters(model, stages):
+    if len(stages) < 2 or not all(hasattr(s, "weights") for s in stages):
+        return "answer['stages'] should be a list of at least two Keras models (the stages)"
+    stage_devices = []
+    for i, stage in enumerate(stages):
+        found = parameters_per_device(stage.weights)
+        if len(found) != 1:
+            return (
+                f"stage {i} has parameters on {sorted(found)}: a stage's variables should all "
+                "be created on its own device (where is the stage built?)"
+            )
+        stage_devices.append(next(iter(found)))
+    if len(set(stage_devices)) < len(stages):
+        return f"two stages share a device ({stage_devices}): give each stage its own"
+    per_device = parameters_per_device([v for s in stages for v in s.weights])
+    total = int(model.count_params())
+    if sum(per_device.values()) != total:
+        return "the stages together do not hold exactly the model's parameters"
+    fullest, share = max(per_device.values()), total / len(stages)
+    if fullest > BALANCE_TOLERANCE * share:
+        return (
+            f"the fullest device holds {fullest / share:.2f} times an equal share of the "
+            f"parameters (at most {BALANCE_TOLERANCE} is balanced): move the cuts"
+        )
+    return None
+
+
+def _check_forward(model, stages, forward):
+    import numpy as np
     import tensorflow as tf
 
-    spec = tf.DeviceSpec.from_string(name)
-    return spec.device_type, spec.device_index
+    x = tf.random.stateless_normal((2, *model.inputs[0].shape[1:]), seed=(5, 1))
+    got, want = np.asarray(forward(x)), model(x, training=False).numpy()
+    if got.shape != want.shape or not np.allclose(got, want, rtol=1e-4, atol=1e-5):
+        return (
+            "forward(x) differs from the model's output on the same input: were the weights "
+            "copied, does each stage start where the previous one ends, and is BatchNorm in "
+            "inference mode (training=False)?"
+        )
+    stage_devices = {next(iter(parameters_per_device(s.weights))) for s in stages}
+    ran = set(compute_op_counts(forward, x))
+    if ran != stage_devices:
+        return (
+            f"forward(x) computed on {sorted(ran)}, but the stages live on "
+            f"{sorted(stage_devices)}: call each stage inside its device scope"
+        )
+    return None
+
+
+def _check_training(stages, train_step, model):
+    import numpy as np
+    import tensorflow as tf
+
+    x = tf.random.stateless_normal((4, *model.inputs[0].shape[1:]), seed=(6, 2))
+    y = tf.constant([0, 1, 2, 3])
+    before = [[v.numpy() for v in s.trainable_variables] for s in stages]
+    loss = float(train_step(x, y))
+    if not np.isfinite(loss):
+        return f"train_step returned a loss of {loss}"
+    for i, (stage, old) in enumerate(zip(stages, before, strict=True)):
+        pairs = zip(stage.trainable_variables, old, strict=True)
+        if all(np.array_equal(v.numpy(), o) for v, o in pairs):
+            return f"after train_step, stage {i}'s weights did not change: is it updated?"
+    stage_devices = {next(iter(parameters_per_device(s.weights))) for s in stages}
+    ran = compute_op_counts(train_step, x, y)
+    elsewhere = sorted(set(ran) - stage_devices)
+    if sum(ran[d] for d in elsewhere) > 0.1 * sum(ran.values()):  # more than a loss or a split
+        return (
+            f"train_step computed on {elsewhere}, where no stage lives: where do the "
+            "backward pass and the update of each stage run?"
+        )
+    return None
+
+
+def _check_optimizers(stages, optimizers):
+    optimizers = list(optimizers) if isinstance(optimizers, list | tuple) else [optimizers]
+    if not optimizers or not all(hasattr(o, "variables") for o in optimizers):
+        return "answer['optimizers'] should be the list of your stages' Keras optimizers"
+    stage_devices = {next(iter(parameters_per_device(s.weights))) for s in stages}
+    kept = parameters_per_device([v for o in optimizers for v in o.variables])
+    elsewhere = sorted(set(kept) - stage_devices)
+    if elsewhere:
+        return (
+            f"your optimizers keep variables (step counts or slots) on {elsewhere}, where no "
+            "stage lives: where and when is each optimizer built?"
+        )
+    return None
 
 
 @exercise("03.2")
-def distributed_dataset(make_dataset, strategy):
-    """make_dataset(strategy, x, y, global_batch) -> a distributed dataset of (x, y)."""
-    import tensorflow as tf
-
-    problem = _strategy_problem(strategy)
-    if problem:
-        return problem
-    n = strategy.num_replicas_in_sync
-    global_batch = 4 * n
-    x = np.arange(3 * global_batch * 2, dtype=np.float32).reshape(-1, 2)
-    y = np.arange(3 * global_batch, dtype=np.int32)
-    result = make_dataset(strategy, x, y, global_batch)
-    if result is None:
-        return "your function returns None: write its body"
-    if isinstance(result, tf.data.Dataset):
-        return "that is a plain tf.data.Dataset: the strategy has to split it between replicas"
-    if not isinstance(result, tf.distribute.DistributedDataset):
-        return f"expected a distributed dataset, got {type(result).__name__}"
-    elements, seen = list(result), []
-    for element in elements:
-        shapes = mirrored.per_replica_shapes(strategy, element)
-        sizes = {s[0][0] for _, s in shapes}
-        if sizes != {global_batch // n}:
-            return (
-                f"each replica got {sorted(sizes)} examples per step; with {n} replicas and a "
-                f"global batch of {global_batch}, is the dataset batched with the right size?"
-            )
-        seen.extend(
-            int(v) for part in strategy.experimental_local_results(element[1]) for v in part
-        )
-    if len(elements) != 3:
-        return f"one pass should take 3 steps of {global_batch} examples, not {len(elements)}"
-    if sorted(seen) != list(range(len(y))):
-        return "one pass over your dataset does not see every example exactly once"
+def micro_batches_for_bubble(answer):
+    """The fewest micro-batches that keep a 4-stage pipeline idle at most 10 % of the time."""
+    if not validate.is_whole_number(answer) or answer < 1:
+        return "answer with a whole number of micro-batches (at least 1)"
+    bubble = pipeline_bubble(4, answer)
+    if bubble > 0.10:
+        return f"with {answer} micro-batches the bubble is still {bubble:.1%}: more are needed"
+    if answer > 1 and pipeline_bubble(4, answer - 1) <= 0.10:
+        return f"{answer} keeps the bubble under 10 %, but fewer would too"
     return None
+
+
+class _CountingStage:
+    """A stage for 03.3: a Keras model that records the batch size of every call."""
+
+    def __init__(self, model):
+        self.model, self.calls = model, []
+
+    @property
+    def trainable_variables(self):
+        return self.model.trainable_variables
+
+    def __call__(self, x, training=False):
+        self.calls.append(int(x.shape[0]))
+        return self.model(x, training=training)
 
 
 @exercise("03.3")
-def train_step(make_step, strategy):
-    """make_step(strategy, model, optimizer, global_batch) -> step(distributed batch) -> loss."""
+def gpipe_schedule(gpipe_gradients, devices):
+    """gpipe_gradients(stages, devices, x, y, m) -> each stage's gradients, summed over the
+    m micro-batches, of the mean loss over the whole batch (GPipe: all F, then all B)."""
+    import keras
     import tensorflow as tf
 
-    problem = _strategy_problem(strategy)
-    if problem:
-        return problem
-    n = strategy.num_replicas_in_sync
-    global_batch = 8 * n
-    x, y = datasets.teacher_data(global_batch, features=6, classes=4, seed=3)
-    l2 = tf.keras.regularizers.L2(0.05)
-    reference = tf.keras.Sequential(
-        [tf.keras.Input((6,)), tf.keras.layers.Dense(4, kernel_regularizer=l2)]
-    )
-    one = tf.distribute.get_strategy()
-    expected = mirrored.twin_model(reference, one)
-    one_step = mirrored.make_train_step(one, expected, tf.keras.optimizers.SGD(0.5), global_batch)
-    data_loss = float(one_step((x, y)))
-    penalty = float(tf.add_n(reference.losses))  # at the starting weights, as in the step
-    model = mirrored.twin_model(reference, strategy)
-    with strategy.scope():
-        optimizer = tf.keras.optimizers.SGD(0.5)
-    step = make_step(strategy, model, optimizer, global_batch)
-    if not callable(step):
-        return "make_step must return the step function (it returned no function)"
-    batch = tf.data.Dataset.from_tensor_slices((x, y)).batch(global_batch)
-    loss = step(next(iter(strategy.experimental_distribute_dataset(batch))))
-    if mirrored.replica_divergence(model.variables) != 0.0:
-        return "after your step the replicas hold different weights: apply one summed gradient"
-    w0 = reference.get_weights()
-    ratio = mirrored.update_norm(w0, model.get_weights()) / mirrored.update_norm(
-        w0, expected.get_weights()
-    )
-    if abs(ratio - n) < 0.01 * n:
-        return f"your update is {n} times the single-device one: how is each replica's loss scaled?"
-    if abs(ratio - 1 / n) < 0.01 / n:
-        return f"your update is 1/{n} of the single-device one: how is each replica's loss scaled?"
-    if mirrored.max_abs_difference(model.get_weights(), expected.get_weights()) > 1e-5:
+    devices = list(devices)
+    if len(devices) < 2:
+        return "pass at least two devices for the two stages (the lesson's DEVICES)"
+    stages = _two_stages(devices[:2])
+    x = tf.random.stateless_normal((8, 8), seed=(3, 4))
+    y = tf.constant([0, 1, 2, 3, 4, 0, 1, 2])
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, stages[1].model(stages[0].model(x)))
+    want = tape.gradient(loss, [s.trainable_variables for s in stages])
+    got = gpipe_gradients(stages, devices[:2], x, y, 4)
+    sizes = [s.calls for s in stages]
+    if sizes != [[2] * 4, [2] * 4]:
         return (
-            f"your step differs from one device's step on the same batch (update ratio "
-            f"{ratio:.3g}): how does each replica scale its loss and the model.losses penalty?"
+            f"the stages saw batches of {sizes[0]} and {sizes[1]} examples; with m=4 and 8 "
+            "examples each stage should run 4 micro-batches of 2"
         )
-    loss = np.asarray(loss)
-    if loss.shape != () or not np.isfinite(loss):
-        return "the step should return one number: the loss combined over the replicas"
-    if min(abs(float(loss) - data_loss), abs(float(loss) - data_loss - penalty)) > 1e-4:
+    hint = _compare_gradients(got, want)
+    if hint:
+        return hint
+    ran = op_devices(gpipe_gradients, stages, devices[:2], x, y, 4)
+    matmuls = {device for op, device in ran if "MatMul" in op}  # forward and backward alike
+    wanted = {next(iter(parameters_per_device(s.model.weights))) for s in stages}
+    if matmuls != wanted:
         return (
-            f"your step returns {float(loss):.4g}, not the loss of the whole global batch "
-            "(with or without the penalty): how does strategy.reduce combine the replicas' "
-            "shares of it?"
+            f"your schedule multiplied matrices on {sorted(matmuls)}, but the stages live on "
+            f"{sorted(wanted)}: where do the forward and the backward passes run?"
         )
     return None
 
 
-@exercise("03.4")
-def trained_with_custom_loop(train, strategy):
-    """train(strategy, x, y, global_batch, epochs) -> (model, loss of each epoch)."""
-    problem = _strategy_problem(strategy)
-    if problem:
-        return problem
-    n, epochs = strategy.num_replicas_in_sync, 3
-    x, y = datasets.teacher_data(1024, seed=11)
-    result = train(strategy, x, y, 32 * n, epochs)
-    if not isinstance(result, tuple) or len(result) != 2:
-        return "return two things: the trained model and the list of epoch losses"
-    model, losses = result
-    problem = _mirrored_model_problem(model, n, "the first thing returned should be the model")
-    if problem:
-        return problem
-    losses = [float(v) for v in np.ravel(np.asarray(losses, dtype=float))]
-    if len(losses) != epochs or not all(np.isfinite(losses)):
-        return f"return one finite loss per epoch ({epochs} epochs asked), got {len(losses)}"
-    if not losses[-1] < losses[0]:
-        return "the loss did not fall from the first epoch to the last: is the model trained?"
-    return _beats_chance(model, features=x.shape[1])
+def _two_stages(devices):
+    import keras
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(7)
+    stages = []
+    for device, (inputs, width) in zip(devices, ((8, 16), (16, 5)), strict=True):
+        with tf.device(device):
+            stage = keras.Sequential([keras.layers.Dense(width, activation="tanh")])
+            stage.build((None, inputs))
+        stages.append(_CountingStage(stage))
+    return stages
 
 
-@exercise("03.5")
-def trained_with_fit(model, strategy):
-    """The seed's Keras model trained with fit() on every replica of ``strategy``."""
-    problem = _strategy_problem(strategy)
-    if problem:
-        return problem
-    problem = _mirrored_model_problem(model, strategy.num_replicas_in_sync, "pass the model")
-    if problem:
-        return problem
-    return _beats_chance(model, features=model.trainable_variables[0].shape[0])
+def _compare_gradients(got, want):
+    import numpy as np
 
-
-def _mirrored_model_problem(model, replicas: int, not_a_model: str):
-    """A hint when ``model`` is not a Keras model mirrored, identically, on ``replicas``."""
-    variables = list(getattr(model, "trainable_variables", []))
-    if not variables:
-        return f"{not_a_model}: the trained Keras model"
-    if any(mirrored.replica_count(v) != replicas for v in variables):
+    try:
+        got = [[np.asarray(g) for g in stage] for stage in got]
+        pairs = [
+            (g, w.numpy())
+            for gs, ws in zip(got, want, strict=True)
+            for g, w in zip(gs, ws, strict=True)
+        ]
+    except (TypeError, ValueError):
+        return "return one list per stage, each with a gradient for every trainable variable"
+    if any(g.shape != w.shape for g, w in pairs):
+        return "return one list per stage, the gradients in the order of trainable_variables"
+    if all(np.allclose(g, 4 * w, rtol=1e-4, atol=1e-6) for g, w in pairs):
+        return "your gradients are m times the full-batch ones: what does each micro-batch weigh?"
+    if not all(np.allclose(g, w, rtol=1e-4, atol=1e-6) for g, w in pairs):
         return (
-            f"the model's variables are not mirrored on the {replicas} replicas: "
-            "where was it built?"
+            "your gradients differ from one full-batch tape.gradient: does each stage's "
+            "backward pass receive the gradient of its output?"
         )
-    if mirrored.replica_divergence(variables) != 0.0:
-        return "after training, the replicas' copies of the weights differ"
     return None
-
-
-def _beats_chance(model, features: int):
-    x, y = datasets.teacher_data(2048, features=features, seed=123)
-    accuracy = float(np.mean(np.argmax(np.asarray(model(x)), axis=1) == y))
-    if accuracy <= 2 / 10:
-        return f"held-out accuracy {accuracy:.2f} is near chance: train on teacher_data for longer"
-    return None
-
-
-@exercise("03.6")
-def ring_megabytes(answer):
-    """MB each of 8 GPUs sends per step to all-reduce 25,557,032 float32 gradients (ring)."""
-    size = 25_557_032 * 4
-    right = ring_allreduce_bytes(size, 8) / 1e6
-    value = float(answer)
-    if abs(value - right) <= 0.01 * right:
-        return None
-    if abs(value / 1e6 - right) <= 0.01 * right:
-        return "that looks like bytes: give megabytes (1 MB = 10**6 bytes)"
-    if abs(value - size / 1e6) <= 0.01 * right:
-        return "that is one copy of the gradient; the ring has two phases"
-    return "not quite: apply the ring model of section 5 to this gradient's size in bytes"

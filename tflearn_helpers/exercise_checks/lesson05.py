@@ -1,244 +1,184 @@
-"""Checks for lesson 05's exercises (model-parallel ResNet-101, pipeline bubbles).
+"""Checks for lesson 05's exercises (collectives and their communication cost).
 
-05.1 runs the learner's own code: it reads where the stages' parameters live (each
-variable's device), runs the learner's forward function and reads which devices executed
-its ops (the per-device graphs TensorFlow ran), compares its output with the unsplit
-model, runs one training step and reads where its backward pass and updates ran and where
-the optimizers keep their variables (slots). 05.3 runs the learner's GPipe schedule on a
-small two-stage model and compares its gradients with one full-batch tape.gradient. Hints
-say what is wrong, never where to cut or what to write.
+Each check runs the learner's TensorFlow on its own random problem, through a ``send`` or a
+replica context that counts what crosses between devices; hints never give the code.
 """
 
 from __future__ import annotations
 
-from .. import validate
+import numpy as np
+
 from ..checks import exercise
-from ..measure import pipeline_bubble
-from ..placement import compute_op_counts, op_devices, parameters_per_device
 
-__all__ = []
+__all__ = ["compressed_all_reduce"]
 
-#: ResNet-101 has 3 + 4 + 23 + 3 residual blocks.
-RESNET101_BLOCKS = 33
-#: "Balanced": the fullest device holds at most this many times an equal share of parameters.
-BALANCE_TOLERANCE = 1.25
-KEYS = ("model", "stages", "optimizers", "forward", "train_step")
+UPDATE_TOLERANCE = 1e-2  # float16 keeps ~3 significant digits: the update may differ by 1 %
+
+
+class _CountingSend:
+    """send(x, src, dst): a copy of ``x`` on device ``dst``; counts bytes and who sent where."""
+
+    def __init__(self, devices):
+        self.devices, self.bytes, self.hops = devices, [0] * len(devices), set()
+
+    def __call__(self, x, src, dst):
+        import tensorflow as tf
+
+        self.bytes[src] += x.shape.num_elements() * x.dtype.size
+        self.hops.add((src, dst))
+        with tf.device(self.devices[dst]):
+            return tf.identity(x)
+
+
+def _index(tensor) -> int:
+    import tensorflow as tf
+
+    return tf.DeviceSpec.from_string(tensor.device).device_index or 0
 
 
 @exercise("05.1")
-def resnet101_split(answer):
-    """answer: dict(model=ResNet-101, stages=[placed Keras models], optimizers=[one per
-    stage], forward=fn, train_step=fn)."""
-    if not isinstance(answer, dict) or set(answer) != set(KEYS):
-        return f"answer with a dict whose keys are exactly {', '.join(KEYS)}"
-    model, stages = answer["model"], list(answer["stages"])
-    hint = _check_model(model) or _check_parameters(model, stages)
-    if hint:
-        return hint
-    return (
-        _check_forward(model, stages, answer["forward"])
-        or _check_training(stages, answer["train_step"], model)
-        or _check_optimizers(stages, answer["optimizers"])
-    )
+def ring_collectives(reduce_scatter, all_gather, devices):
+    """reduce_scatter(values, devices, send) and all_gather(pieces, devices, send), as rings."""
+    import tensorflow as tf
 
-
-def _check_model(model):
-    if not hasattr(model, "layers") or not hasattr(model, "count_params"):
-        return "answer['model'] should be the unsplit Keras ResNet-101"
-    n_blocks = sum(1 for layer in model.layers if layer.name.endswith("_out"))
-    if n_blocks != RESNET101_BLOCKS:
-        return f"the model has {n_blocks} residual blocks; ResNet-101 has {RESNET101_BLOCKS}"
+    n = len(devices)
+    if n < 2:
+        return "pass the setup cell's devices (course.devices): a ring needs at least two"
+    elements = 6 * n
+    values = []
+    for i, device in enumerate(devices):
+        with tf.device(device):
+            values.append(tf.random.stateless_normal([elements], seed=(i, 11)))
+    total = np.sum([v.numpy() for v in values], axis=0).reshape(n, -1)
+    owned, problem = _run_ring(reduce_scatter, "reduce_scatter", values, devices, 4 * elements)
+    if problem:
+        return problem
+    for i, piece in enumerate(owned):
+        if piece.shape != [elements // n]:
+            return f"device {i}'s result has shape {piece.shape}: each device owns one chunk"
+        if np.allclose(piece.numpy(), total[i] / n, atol=1e-5):
+            return "your chunks hold the mean; reduce-scatter here sums them"
+        if not np.allclose(piece.numpy(), total[i], atol=1e-5):
+            return f"device {i} should end with the sum of chunk {i} over all devices"
+        if _index(piece) != i:
+            return f"the sum of chunk {i} is not on device {i}: add it where it arrives"
+    gathered, problem = _run_ring(all_gather, "all_gather", owned, devices, 4 * elements)
+    if problem:
+        return problem
+    for i, full in enumerate(gathered):
+        if not np.allclose(full.numpy(), total.reshape(-1), atol=1e-5):
+            return f"device {i} should end with every chunk, in chunk order"
+        if _index(full) != i:
+            return f"device {i}'s gathered tensor is not on device {i} (tf.device)"
     return None
 
 
-def _check_parameters(model, stages):
-    if len(stages) < 2 or not all(hasattr(s, "weights") for s in stages):
-        return "answer['stages'] should be a list of at least two Keras models (the stages)"
-    stage_devices = []
-    for i, stage in enumerate(stages):
-        found = parameters_per_device(stage.weights)
-        if len(found) != 1:
-            return (
-                f"stage {i} has parameters on {sorted(found)}: a stage's variables should all "
-                "be created on its own device (where is the stage built?)"
+def _run_ring(fn, name, inputs, devices, nbytes):
+    """Call the learner's ``fn`` with a counting send; (its result, what is wrong or None)."""
+    n, each = len(devices), "one chunk" if name == "reduce_scatter" else "one tensor"
+    send = _CountingSend(devices)
+    out = fn(inputs, devices, send)
+    if out is None or len(out) != n:
+        return None, f"{name} should return {each} per device ({n}), got {out!r:.80}"
+    return out, _ring_problem(send, n, nbytes, name)
+
+
+def _ring_problem(send, n: int, size: int, name: str):
+    if not send.hops:
+        return f"your {name} never calls send(x, src, dst): every copy must go through it"
+    if any(dst != (src + 1) % n for src, dst in send.hops):
+        return f"in a ring, device i sends only to device (i + 1) % {n}; your {name} does not"
+    wanted = (n - 1) * size // n
+    if send.bytes != [wanted] * n:
+        return (
+            f"in {name}, each device should send {n - 1} chunks of 1/{n} of the tensor "
+            f"({wanted} bytes); yours sent {send.bytes}"
+        )
+    return None
+
+
+class _RecordingContext:
+    """A replica context that records the dtype and size of everything all-reduced."""
+
+    def __init__(self, ctx, calls):
+        self._ctx, self._calls = ctx, calls
+
+    def all_reduce(self, reduce_op, value, options=None):
+        import tensorflow as tf
+
+        self._calls.extend((t.dtype, t.shape.num_elements()) for t in tf.nest.flatten(value))
+        return self._ctx.all_reduce(reduce_op, value, options)
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+
+def _one_step(strategy, reduce_fn, inits, data):
+    """The weights after one SGD step whose gradients go through ``reduce_fn(ctx, grads)``."""
+    import tensorflow as tf
+
+    with strategy.scope():
+        weights = [tf.Variable(w) for w in inits]
+    calls, dtypes = [], []
+
+    @tf.function
+    def step(x, y):
+        def replica_step(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(tf.tanh(x @ weights[0]) @ weights[1] - y))
+            grads = tape.gradient(loss, weights)
+            reduced = reduce_fn(
+                _RecordingContext(tf.distribute.get_replica_context(), calls), grads
             )
-        stage_devices.append(next(iter(found)))
-    if len(set(stage_devices)) < len(stages):
-        return f"two stages share a device ({stage_devices}): give each stage its own"
-    per_device = parameters_per_device([v for s in stages for v in s.weights])
-    total = int(model.count_params())
-    if sum(per_device.values()) != total:
-        return "the stages together do not hold exactly the model's parameters"
-    fullest, share = max(per_device.values()), total / len(stages)
-    if fullest > BALANCE_TOLERANCE * share:
-        return (
-            f"the fullest device holds {fullest / share:.2f} times an equal share of the "
-            f"parameters (at most {BALANCE_TOLERANCE} is balanced): move the cuts"
-        )
-    return None
+            dtypes.extend(g.dtype for g in reduced)  # recorded while tracing
+            for w, g in zip(weights, reduced, strict=True):
+                w.assign_sub(0.5 * tf.cast(g, w.dtype))
 
+        strategy.run(replica_step, args=(x, y))
 
-def _check_forward(model, stages, forward):
-    import numpy as np
-    import tensorflow as tf
-
-    x = tf.random.stateless_normal((2, *model.inputs[0].shape[1:]), seed=(5, 1))
-    got, want = np.asarray(forward(x)), model(x, training=False).numpy()
-    if got.shape != want.shape or not np.allclose(got, want, rtol=1e-4, atol=1e-5):
-        return (
-            "forward(x) differs from the model's output on the same input: were the weights "
-            "copied, does each stage start where the previous one ends, and is BatchNorm in "
-            "inference mode (training=False)?"
-        )
-    stage_devices = {next(iter(parameters_per_device(s.weights))) for s in stages}
-    ran = set(compute_op_counts(forward, x))
-    if ran != stage_devices:
-        return (
-            f"forward(x) computed on {sorted(ran)}, but the stages live on "
-            f"{sorted(stage_devices)}: call each stage inside its device scope"
-        )
-    return None
-
-
-def _check_training(stages, train_step, model):
-    import numpy as np
-    import tensorflow as tf
-
-    x = tf.random.stateless_normal((4, *model.inputs[0].shape[1:]), seed=(6, 2))
-    y = tf.constant([0, 1, 2, 3])
-    before = [[v.numpy() for v in s.trainable_variables] for s in stages]
-    loss = float(train_step(x, y))
-    if not np.isfinite(loss):
-        return f"train_step returned a loss of {loss}"
-    for i, (stage, old) in enumerate(zip(stages, before, strict=True)):
-        pairs = zip(stage.trainable_variables, old, strict=True)
-        if all(np.array_equal(v.numpy(), o) for v, o in pairs):
-            return f"after train_step, stage {i}'s weights did not change: is it updated?"
-    stage_devices = {next(iter(parameters_per_device(s.weights))) for s in stages}
-    ran = compute_op_counts(train_step, x, y)
-    elsewhere = sorted(set(ran) - stage_devices)
-    if sum(ran[d] for d in elsewhere) > 0.1 * sum(ran.values()):  # more than a loss or a split
-        return (
-            f"train_step computed on {elsewhere}, where no stage lives: where do the "
-            "backward pass and the update of each stage run?"
-        )
-    return None
-
-
-def _check_optimizers(stages, optimizers):
-    optimizers = list(optimizers) if isinstance(optimizers, list | tuple) else [optimizers]
-    if not optimizers or not all(hasattr(o, "variables") for o in optimizers):
-        return "answer['optimizers'] should be the list of your stages' Keras optimizers"
-    stage_devices = {next(iter(parameters_per_device(s.weights))) for s in stages}
-    kept = parameters_per_device([v for o in optimizers for v in o.variables])
-    elsewhere = sorted(set(kept) - stage_devices)
-    if elsewhere:
-        return (
-            f"your optimizers keep variables (step counts or slots) on {elsewhere}, where no "
-            "stage lives: where and when is each optimizer built?"
-        )
-    return None
+    step(*data)
+    return [w.numpy() for w in weights], calls, dtypes
 
 
 @exercise("05.2")
-def micro_batches_for_bubble(answer):
-    """The fewest micro-batches that keep a 4-stage pipeline idle at most 10 % of the time."""
-    if not validate.is_whole_number(answer) or answer < 1:
-        return "answer with a whole number of micro-batches (at least 1)"
-    bubble = pipeline_bubble(4, answer)
-    if bubble > 0.10:
-        return f"with {answer} micro-batches the bubble is still {bubble:.1%}: more are needed"
-    if answer > 1 and pipeline_bubble(4, answer - 1) <= 0.10:
-        return f"{answer} keeps the bubble under 10 %, but fewer would too"
-    return None
-
-
-class _CountingStage:
-    """A stage for 05.3: a Keras model that records the batch size of every call."""
-
-    def __init__(self, model):
-        self.model, self.calls = model, []
-
-    @property
-    def trainable_variables(self):
-        return self.model.trainable_variables
-
-    def __call__(self, x, training=False):
-        self.calls.append(int(x.shape[0]))
-        return self.model(x, training=training)
-
-
-@exercise("05.3")
-def gpipe_schedule(gpipe_gradients, devices):
-    """gpipe_gradients(stages, devices, x, y, m) -> each stage's gradients, summed over the
-    m micro-batches, of the mean loss over the whole batch (GPipe: all F, then all B)."""
-    import keras
+def compressed_all_reduce(reduce_fn, strategy):
+    """reduce_fn(ctx, grads) -> the float32 SUM of grads over replicas, sent as float16."""
     import tensorflow as tf
 
-    devices = list(devices)
-    if len(devices) < 2:
-        return "pass at least two devices for the two stages (the lesson's DEVICES)"
-    stages = _two_stages(devices[:2])
-    x = tf.random.stateless_normal((8, 8), seed=(3, 4))
-    y = tf.constant([0, 1, 2, 3, 4, 0, 1, 2])
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    with tf.GradientTape() as tape:
-        loss = loss_fn(y, stages[1].model(stages[0].model(x)))
-    want = tape.gradient(loss, [s.trainable_variables for s in stages])
-    got = gpipe_gradients(stages, devices[:2], x, y, 4)
-    sizes = [s.calls for s in stages]
-    if sizes != [[2] * 4, [2] * 4]:
-        return (
-            f"the stages saw batches of {sizes[0]} and {sizes[1]} examples; with m=4 and 8 "
-            "examples each stage should run 4 micro-batches of 2"
+    if not isinstance(strategy, tf.distribute.Strategy) or strategy.num_replicas_in_sync < 2:
+        return "pass the lesson's MirroredStrategy (two or more replicas) as the second argument"
+    inits = [
+        tf.random.stateless_normal([8, 16], seed=(1, 1)),
+        tf.random.stateless_normal([16, 2], seed=(1, 2)),
+    ]
+    per_replica = [
+        strategy.experimental_distribute_values_from_function(
+            lambda ctx, k=k: tf.random.stateless_normal(
+                [4, 8 if k == 0 else 2], seed=(ctx.replica_id_in_sync_group, k)
+            )
         )
-    hint = _compare_gradients(got, want)
-    if hint:
-        return hint
-    ran = op_devices(gpipe_gradients, stages, devices[:2], x, y, 4)
-    matmuls = {device for op, device in ran if "MatMul" in op}  # forward and backward alike
-    wanted = {next(iter(parameters_per_device(s.model.weights))) for s in stages}
-    if matmuls != wanted:
+        for k in range(2)
+    ]
+
+    def plain(ctx, grads):
+        return ctx.all_reduce("SUM", grads)
+
+    start = [w.numpy() for w in inits]
+    expected, plain_calls, _ = _one_step(strategy, plain, inits, per_replica)
+    got, calls, dtypes = _one_step(strategy, reduce_fn, inits, per_replica)
+    if not calls:
+        return "your function never calls ctx.all_reduce: the replicas must exchange gradients"
+    plain_bytes = sum(dt.size * n for dt, n in plain_calls)
+    sent = sum(dt.size * n for dt, n in calls)
+    if any(dt != tf.float32 for dt in dtypes):
+        return "your function returns 16-bit gradients: hand float32 back to the update"
+    if sent > plain_bytes // 2:
+        return f"your all-reduce moves {sent} bytes, the plain one {plain_bytes}: compress first"
+    step = max(float(np.abs(e - s).max()) for e, s in zip(expected, start, strict=True))
+    gap = max(float(np.abs(g - e).max()) for g, e in zip(got, expected, strict=True))
+    if gap > UPDATE_TOLERANCE * step:
         return (
-            f"your schedule multiplied matrices on {sorted(matmuls)}, but the stages live on "
-            f"{sorted(wanted)}: where do the forward and the backward passes run?"
-        )
-    return None
-
-
-def _two_stages(devices):
-    import keras
-    import tensorflow as tf
-
-    keras.utils.set_random_seed(7)
-    stages = []
-    for device, (inputs, width) in zip(devices, ((8, 16), (16, 5)), strict=True):
-        with tf.device(device):
-            stage = keras.Sequential([keras.layers.Dense(width, activation="tanh")])
-            stage.build((None, inputs))
-        stages.append(_CountingStage(stage))
-    return stages
-
-
-def _compare_gradients(got, want):
-    import numpy as np
-
-    try:
-        got = [[np.asarray(g) for g in stage] for stage in got]
-        pairs = [
-            (g, w.numpy())
-            for gs, ws in zip(got, want, strict=True)
-            for g, w in zip(gs, ws, strict=True)
-        ]
-    except (TypeError, ValueError):
-        return "return one list per stage, each with a gradient for every trainable variable"
-    if any(g.shape != w.shape for g, w in pairs):
-        return "return one list per stage, the gradients in the order of trainable_variables"
-    if all(np.allclose(g, 4 * w, rtol=1e-4, atol=1e-6) for g, w in pairs):
-        return "your gradients are m times the full-batch ones: what does each micro-batch weigh?"
-    if not all(np.allclose(g, w, rtol=1e-4, atol=1e-6) for g, w in pairs):
-        return (
-            "your gradients differ from one full-batch tape.gradient: does each stage's "
-            "backward pass receive the gradient of its output?"
+            f"your update differs from the plain step's by {gap / step:.1%} of the step "
+            f"(allowed: {UPDATE_TOLERANCE:.0%}): is it the SUM, scaled back exactly?"
         )
     return None

@@ -1,252 +1,108 @@
-"""Checks for lesson 06's exercises: exploring the other tf.distribute strategies."""
+"""Checks for lesson 06's exercises (ZeRO-1 and a tensor-parallel MLP).
+
+Each check runs the learner's TensorFlow code on its own small problem and compares it with
+plain data parallelism or with one device; hints say what went wrong, never the code.
+"""
 
 from __future__ import annotations
 
-import os
+import numpy as np
 
 from ..checks import exercise
 
-__all__ = ["NAMES", "TOLERANCE", "same_as_one_device"]
-
-NAMES = ("OneDevice", "Mirrored", "CentralStorage", "MultiWorkerMirrored")
-TOLERANCE = 1e-5
+__all__ = ["zero1"]
 
 
-def _classes():
-    import tensorflow as tf
-
-    return {
-        "OneDevice": tf.distribute.OneDeviceStrategy,
-        "Mirrored": tf.distribute.MirroredStrategy,
-        "CentralStorage": tf.distribute.experimental.CentralStorageStrategy,
-        "MultiWorkerMirrored": tf.distribute.MultiWorkerMirroredStrategy,
-    }
-
-
-def _local_devices() -> int:
-    import tensorflow as tf
-
-    return len(tf.config.list_logical_devices("GPU")) or len(tf.config.list_logical_devices("CPU"))
-
-
-def _gpus() -> int:
-    import tensorflow as tf
-
-    return len(tf.config.list_logical_devices("GPU"))
+def _local(strategy, variable):
+    return strategy.experimental_local_results(variable)
 
 
 @exercise("06.1")
-def strategies_built(answer):
-    if not isinstance(answer, dict) or set(answer) != set(NAMES):
-        return f"answer with a dict whose keys are exactly {', '.join(NAMES)}"
-    for name, cls in _classes().items():
-        strategy = answer[name]
-        if strategy is ...:
-            return f"{name} is still `...`: create that strategy"
-        if not isinstance(strategy, cls):
-            return f"{name} is not the strategy its name says; look at tf.distribute's classes"
-    if answer["OneDevice"].num_replicas_in_sync != 1:
-        return "OneDevice should run exactly one replica"
-    for name in ("Mirrored", "CentralStorage"):
-        if answer[name].num_replicas_in_sync != _local_devices():
-            return f"{name} should use every device the setup cell created"
-    mwms_expected = _gpus() or 1  # without TF_CONFIG: the local GPUs, else one CPU
-    if answer["MultiWorkerMirrored"].num_replicas_in_sync != mwms_expected:
-        return "MultiWorkerMirrored without TF_CONFIG should run on this machine's local devices"
+def zero1(make_zero1, strategy, steps=3, lr=0.1, beta=0.9):
+    """``make_zero1(strategy, w0, lr, beta) -> (params, momentum, update)``: momentum SGD
+    whose momentum is sharded 1/N per replica; ``update(grad)`` runs in ``strategy.run``."""
+    import tensorflow as tf
+
+    n = strategy.num_replicas_in_sync
+    rng = np.random.default_rng(8)
+    w0 = rng.normal(size=4 * n).astype("float32")
+    grads = rng.normal(size=(steps, n, 4 * n)).astype("float32")  # each replica's own
+    params, momentum, update = make_zero1(strategy, tf.constant(w0), lr, beta)
+    for name, var in (("params", params), ("momentum", momentum)):
+        if len(_local(strategy, var)) != n:
+            return f"{name} must have one copy per replica: create it in strategy.scope()"
+    sizes = {int(np.prod(c.shape)) for c in _local(strategy, momentum)}
+    if sizes != {w0.size // n}:
+        return "each replica holds the whole optimizer state: ZeRO-1 keeps 1/N of it on each"
+
+    @tf.function
+    def step(per_replica):
+        strategy.run(update, args=(per_replica,))
+
+    for k in range(steps):
+        mine = strategy.experimental_distribute_values_from_function(
+            lambda ctx, k=k: tf.constant(grads[k][ctx.replica_id_in_sync_group])
+        )
+        step(mine)
+    w, m = w0.copy(), np.zeros_like(w0)
+    for k in range(steps):  # plain data parallelism: the sum of the replicas' gradients
+        m = beta * m + grads[k].sum(axis=0)
+        w -= lr * m
+    copies = [np.asarray(c) for c in _local(strategy, params)]
+    if not all(np.allclose(c, w, atol=1e-4) for c in copies):
+        if all(np.array_equal(c, w0) for c in copies):
+            return "the weights did not change: write the updated shards back into params"
+        return (
+            "the replicas' weights differ from plain data parallelism: does every replica "
+            "use the gradient summed over all replicas, and get every shard back afterwards?"
+        )
     return None
 
 
 @exercise("06.2")
-def strategies_trained(results):
-    if not isinstance(results, dict) or set(results) != set(NAMES):
-        return f"results needs exactly the keys {', '.join(NAMES)}"
-    shapes = None
-    for name, value in results.items():
-        if value is ... or not isinstance(value, tuple) or len(value) != 2:
-            return f"results[{name!r}] should be the (weights, ms per step) train() returns"
-        weights, ms = value
-        if (
-            not isinstance(weights, list)
-            or not weights
-            or not all(hasattr(w, "shape") for w in weights)
-        ):
-            return f"the weights for {name} should be the list model.get_weights() returns"
-        if not isinstance(ms, float) or ms <= 0:
-            return f"the time per step for {name} should be a positive number of milliseconds"
-        these = [tuple(w.shape) for w in weights]
-        if shapes is not None and these != shapes:
-            return f"{name} trained a different model: every strategy must train the same one"
-        shapes = these
-    return None
-
-
-@exercise("06.3")
-def same_as_one_device(answer, results):
-    if not isinstance(answer, (set, frozenset, list, tuple)):
-        return "answer with a set of strategy names"
-    unknown = set(answer) - set(NAMES)
-    if unknown:
-        return f"these are not strategy names of this exercise: {sorted(unknown)}"
-    base = results["OneDevice"][0]
-    truth = {
-        name
-        for name, (weights, _) in results.items()
-        if max(float(abs(a - b).max()) for a, b in zip(weights, base, strict=True)) <= TOLERANCE
-    }
-    if set(answer) - {"OneDevice"} != truth - {"OneDevice"}:
-        return (
-            "at least one strategy is in the wrong group: compute the largest |w - w_OneDevice| "
-            f"for each and keep those at or below {TOLERANCE}"
-        )
-    return None
-
-
-@exercise("06.4")
-def two_workers_trained_as_one_job(outcomes, out_dir, learner_tf_config):
-    """outcomes: [(exit code, output)] of both workers; out_dir: where they wrote."""
-    from .. import mirrored, multi_worker
-    from ..cluster import tf_config
-
-    configs = []
-    for index in (0, 1):
-        try:
-            configs.append(tf_config.validate(learner_tf_config(index)))
-        except tf_config.TFConfigError as err:
-            return f"tf_config({index}) is not a valid TF_CONFIG: {err}"
-    if configs[0]["cluster"] != configs[1]["cluster"]:
-        return "the two workers were given different clusters: every task must see the same one"
-    if [c["task"].get("index", 0) for c in configs] != [0, 1]:
-        return "each worker's TF_CONFIG must name its own task, a different one for each"
-    if not isinstance(outcomes, list | tuple) or len(outcomes) != 2:
-        return "outcomes should hold (exit code, output) for each of the two workers"
-    for index, (code, output) in enumerate(outcomes):
-        if code != 0:
-            last = (output or "").strip().splitlines()[-1:] or ["(no output)"]
-            return f"worker {index} ended with exit code {code}; its last line: {last[0][:200]}"
-    runs = [multi_worker.progress(out_dir, "custom", f"worker-{i}") for i in (0, 1)]
-    if not all(runs):
-        return "a worker wrote no training steps: did each process get its own TF_CONFIG?"
-    if [p["loss"] for p in runs[0]] != [p["loss"] for p in runs[1]]:
-        return "the two workers' losses differ: they did not train as one synchronous job"
-    try:
-        gap = mirrored.max_abs_difference(
-            *(
-                multi_worker.worker_weights(f"{out_dir}/weights-custom-worker-{i}.npz")
-                for i in (0, 1)
-            )
-        )
-    except (OSError, ValueError) as err:
-        return f"could not compare the two workers' final weights: {err}"
-    if gap != 0.0:
-        return f"the workers' final weights differ by up to {gap:.2e}: they should be identical"
-    return None
-
-
-@exercise("06.5")
-def resumes_after_a_kill(functions, killed, resumed, save_every):
-    """functions: the learner's (make_manager, restore_latest); killed / resumed: [(exit code,
-    output)] of both workers in the run killed after a step and in the restarted run."""
-    make_manager, restore_latest = functions
-    problem = _manager_problem(make_manager) or _restore_problem(restore_latest)
-    if problem:
-        return problem
-    for name, outcomes, killed_run in (("killed", killed, True), ("restarted", resumed, False)):
-        if not isinstance(outcomes, list | tuple) or len(outcomes) != 2:
-            return f"the {name} run should give (exit code, output) for each of the two workers"
-        for index, (got, output) in enumerate(outcomes):
-            # killed: exit 3, or an error if its partner died during the last collective
-            if (got == 0) if killed_run else (got != 0):
-                last = (output or "").strip().splitlines()[-1:] or ["(no output)"]
-                return (
-                    f"in the {name} run worker {index} ended with exit code {got}: {last[0][:200]}"
-                )
-    return _runs_problem(
-        [_steps(o) for _, o in killed], [_steps(o) for _, o in resumed], save_every
-    )
-
-
-def _manager_problem(make_manager):
-    import tempfile
-
+def tensor_parallel_mlp(make_tp_mlp, devices):
+    """``make_tp_mlp(w1, b1, w2, b2, devices) -> (pieces, forward)``: the MLP
+    ``gelu(x w1 + b1) w2 + b2`` with w1 (and b1) split by columns and w2 by rows over
+    ``devices``; ``pieces`` are the variables holding w1, b1 and w2 (b2 stays whole)."""
     import tensorflow as tf
 
-    checkpoint = tf.train.Checkpoint(v=tf.Variable(1.0))
-    folders = {}
-    with tempfile.TemporaryDirectory(prefix="tflearn-ex065-") as directory:
-        for task in (("worker", 0), ("worker", 1), ("worker", 2)):
-            manager = make_manager(checkpoint, directory, *task)
-            if not isinstance(manager, tf.train.CheckpointManager):
-                return "make_manager should return a tf.train.CheckpointManager"
-            folders[task] = os.path.normpath(manager.directory)
-    if folders[("worker", 0)] != os.path.normpath(directory):
+    rng = np.random.default_rng(9)
+    d, hidden = 4, 8 * len(devices)
+    w1, w2 = rng.normal(size=(d, hidden)), rng.normal(size=(hidden, d))
+    b1, b2 = rng.normal(size=hidden), rng.normal(size=d)
+    w1, w2, b1, b2 = (tf.constant(a, tf.float32) for a in (w1, w2, b1, b2))
+    x = tf.constant(rng.normal(size=(3, d)), tf.float32)
+    pieces, forward = make_tp_mlp(w1, b1, w2, b2, devices)
+    if not pieces or not all(isinstance(p, tf.Variable) for p in pieces):
+        return "return the tf.Variable pieces your MLP trains, as a list"
+    held = {dev: 0 for dev in devices}
+    for p in pieces:
+        for dev in devices:
+            if p.device.endswith(tf.DeviceSpec.from_string(dev).to_string().split("device:")[-1]):
+                held[dev] += int(np.prod(p.shape))
+    if sum(1 for v in held.values() if v) < len(devices):
+        return "your pieces do not live on every device: create piece i under tf.device(devices[i])"
+    if len(set(held.values())) != 1:
+        return "the devices hold unequal shares of the weights: split both matrices evenly"
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = forward(x)
+        loss = tf.reduce_sum(tf.sin(y))
+    with tf.GradientTape() as ref_tape:
+        ref_tape.watch([x, w1, b1, w2])
+        y_ref = tf.nn.gelu(x @ w1 + b1) @ w2 + b2
+        ref_loss = tf.reduce_sum(tf.sin(y_ref))
+    if y.shape != y_ref.shape or not np.allclose(y, y_ref, atol=1e-4):
         return (
-            "in a cluster without a chief, worker 0 is the chief: its checkpoints are the real ones"
+            "the output differs from the one-device MLP: are the partial outputs of all "
+            "devices summed (the all-reduce), with b2 added once?"
         )
-    others = [folders[("worker", 1)], folders[("worker", 2)]]
-    if os.path.normpath(directory) in others or others[0] == others[1]:
-        return (
-            "two workers would write the same files at once: give every other worker its own folder"
-        )
-    return None
-
-
-def _restore_problem(restore_latest):
-    import tempfile
-
-    import tensorflow as tf
-
-    value = tf.Variable(0.0)
-    checkpoint = tf.train.Checkpoint(v=value)
-    with (
-        tempfile.TemporaryDirectory(prefix="tflearn-ex065-empty-") as empty,
-        tempfile.TemporaryDirectory(prefix="tflearn-ex065-") as directory,
-    ):
-        try:
-            restore_latest(checkpoint, empty)
-        except Exception as err:  # noqa: BLE001 - any failure on a fresh start is the learner's
-            said = f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:160]}"
-            return f"on a fresh start there is no checkpoint yet, and restore_latest raised {said}"
-        manager = tf.train.CheckpointManager(checkpoint, directory, max_to_keep=3)
-        for saved in (3.0, 6.0):
-            value.assign(saved)
-            manager.save()
-        value.assign(-1.0)
-        restore_latest(checkpoint, directory)
-    if float(value) == -1.0:
-        return "restore_latest restored nothing from the chief's folder"
-    if float(value) != 6.0:
-        return "restore_latest restored an older checkpoint: a restart resumes from the newest"
-    return None
-
-
-def _steps(output: str) -> dict:
-    """One worker's events: the step it resumed from, and each step's loss."""
-    from ..cluster import events
-
-    found = {"resumed": None, "loss": {}}
-    for event in events.parse(output or ""):
-        if event.get("kind") == "resumed":
-            found["resumed"] = event["step"]
-        elif event.get("kind") == "step":
-            found["loss"][event["step"]] = event["loss"]
-    return found
-
-
-def _runs_problem(killed, resumed, save_every):
-    if not all(w["loss"] for w in killed + resumed):
-        return "a worker reported no training steps: read its output above"
-    crashed_at = max(max(w["loss"]) for w in killed)
-    saved = crashed_at // save_every * save_every  # the newest checkpoint before the kill
-    starts = {w["resumed"] for w in resumed}
-    if starts == {0}:
-        return "the restarted workers began again at step 0: they restored no checkpoint"
-    if starts != {saved}:
-        return f"the restarted workers resumed at step(s) {sorted(starts)}, not at the newest save"
-    again = saved + 1
-    first = next((w["loss"][again] for w in killed if again in w["loss"]), None)
-    second = resumed[0]["loss"].get(again)
-    if first is None or second is None or abs(first - second) > 1e-6 * max(1.0, abs(first)):
-        return f"step {again} after the restart did not repeat the killed run's step {again}"
-    if any(w["loss"] != resumed[0]["loss"] for w in resumed):
-        return "the restarted workers' losses differ: they did not resume as one job"
+    ref = ref_tape.gradient(ref_loss, [x, w1, b1, w2])
+    got = tape.gradient(loss, [x, *pieces])
+    if any(g is None for g in got):
+        return "some pieces get no gradient: use every piece in forward"
+    norm_ref = sum(float(tf.reduce_sum(g**2)) for g in ref[1:])
+    norm_got = sum(float(tf.reduce_sum(tf.convert_to_tensor(g) ** 2)) for g in got[1:])
+    if not np.allclose(got[0], ref[0], atol=1e-4) or not np.isclose(norm_got, norm_ref, rtol=1e-3):
+        return "the gradients differ from the one-device MLP's"
     return None

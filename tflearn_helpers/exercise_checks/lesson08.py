@@ -1,108 +1,244 @@
-"""Checks for lesson 08's exercises (ZeRO-1 and a tensor-parallel MLP).
-
-Each check runs the learner's TensorFlow code on its own small problem and compares it with
-plain data parallelism or with one device; hints say what went wrong, never the code.
-"""
+"""Checks for exercises 08 (parameter servers in the Estimator era)."""
 
 from __future__ import annotations
 
-import numpy as np
+import json
+import random
+import tempfile
+from pathlib import Path
 
-from ..checks import exercise
+from ..checks import exercise, learner_source
+from ..cluster import tf_config
 
-__all__ = ["zero1"]
-
-
-def _local(strategy, variable):
-    return strategy.experimental_local_results(variable)
+__all__ = []
 
 
-@exercise("08.1")
-def zero1(make_zero1, strategy, steps=3, lr=0.1, beta=0.9):
-    """``make_zero1(strategy, w0, lr, beta) -> (params, momentum, update)``: momentum SGD
-    whose momentum is sharded 1/N per replica; ``update(grad)`` runs in ``strategy.run``."""
-    import tensorflow as tf
+@exercise("08.4")
+def ps_of_logits_kernel(answer):
+    from ..between_graph import placement
 
-    n = strategy.num_replicas_in_sync
-    rng = np.random.default_rng(8)
-    w0 = rng.normal(size=4 * n).astype("float32")
-    grads = rng.normal(size=(steps, n, 4 * n)).astype("float32")  # each replica's own
-    params, momentum, update = make_zero1(strategy, tf.constant(w0), lr, beta)
-    for name, var in (("params", params), ("momentum", momentum)):
-        if len(_local(strategy, var)) != n:
-            return f"{name} must have one copy per replica: create it in strategy.scope()"
-    sizes = {int(np.prod(c.shape)) for c in _local(strategy, momentum)}
-    if sizes != {w0.size // n}:
-        return "each replica holds the whole optimizer state: ZeRO-1 keeps 1/N of it on each"
-
-    @tf.function
-    def step(per_replica):
-        strategy.run(update, args=(per_replica,))
-
-    for k in range(steps):
-        mine = strategy.experimental_distribute_values_from_function(
-            lambda ctx, k=k: tf.constant(grads[k][ctx.replica_id_in_sync_group])
-        )
-        step(mine)
-    w, m = w0.copy(), np.zeros_like(w0)
-    for k in range(steps):  # plain data parallelism: the sum of the replicas' gradients
-        m = beta * m + grads[k].sum(axis=0)
-        w -= lr * m
-    copies = [np.asarray(c) for c in _local(strategy, params)]
-    if not all(np.allclose(c, w, atol=1e-4) for c in copies):
-        if all(np.array_equal(c, w0) for c in copies):
-            return "the weights did not change: write the updated shards back into params"
+    if not isinstance(answer, str) or not answer.startswith("ps:"):
+        return "answer with a task name like 'ps:0', as in the lesson's placement table"
+    where = {name: device for name, _, device, _ in placement(num_ps=3)}
+    if answer != where["logits/kernel"]:
         return (
-            "the replicas' weights differ from plain data parallelism: does every replica "
-            "use the gradient summed over all replicas, and get every shard back afterwards?"
+            "round-robin follows creation order, and the global step is created first: "
+            "count the variables created before logits/kernel"
         )
+    return None
+
+
+@exercise("08.3")
+def staleness_function(fn):
+    from ..between_graph_runs import WorkerLog
+
+    if not callable(fn):
+        return "pass your function itself: staleness(before, after) -> list of ints"
+    rng = random.Random(1)
+    for case in range(20):
+        before = sorted(rng.randrange(0, 50) for _ in range(case + 1))
+        after = [b + 1 + rng.randrange(0, 4) for b in before]
+        expected = WorkerLog(0, before=before, after=after).staleness
+        got = list(fn(before, after))
+        if len(got) != len(expected):
+            return "return one staleness value per step (as many as there are reads)"
+        if got != expected:
+            if got == [a - b for b, a in zip(before, after, strict=True)]:
+                return "the worker's own update is included in after - before: subtract it"
+            return "staleness counts the updates *other* workers applied between the two reads"
     return None
 
 
 @exercise("08.2")
-def tensor_parallel_mlp(make_tp_mlp, devices):
-    """``make_tp_mlp(w1, b1, w2, b2, devices) -> (pieces, forward)``: the MLP
-    ``gelu(x w1 + b1) w2 + b2`` with w1 (and b1) split by columns and w2 by rows over
-    ``devices``; ``pieces`` are the variables holding w1, b1 and w2 (b2 stays whole)."""
+def evaluator_tf_config(answer):
+    try:
+        config = tf_config.validate(answer)
+    except tf_config.TFConfigError as err:
+        return f"TF_CONFIG is not valid: {err}"
+    cluster = config["cluster"]
+    missing = sorted({"chief", "worker", "ps", "evaluator"} - set(cluster))
+    if missing:
+        return f'TF_CONFIG["cluster"] has no "{missing[0]}" job; the exercise\'s cluster has one'
+    for job, count in (("worker", 2), ("ps", 1)):
+        if len(cluster[job]) != count:
+            return f'TF_CONFIG["cluster"]["{job}"] has {len(cluster[job])} address(es): count again'
+    if config["task"].get("type") != "evaluator":
+        return 'TF_CONFIG["task"]["type"] is not the role this process plays'
+    return None
+
+
+@exercise("08.1")
+def worker_graph_placement(build_worker_graph):
+    """build_worker_graph(cluster, task) builds one worker's graph; run it and look."""
     import tensorflow as tf
 
-    rng = np.random.default_rng(9)
-    d, hidden = 4, 8 * len(devices)
-    w1, w2 = rng.normal(size=(d, hidden)), rng.normal(size=(hidden, d))
-    b1, b2 = rng.normal(size=hidden), rng.normal(size=d)
-    w1, w2, b1, b2 = (tf.constant(a, tf.float32) for a in (w1, w2, b1, b2))
-    x = tf.constant(rng.normal(size=(3, d)), tf.float32)
-    pieces, forward = make_tp_mlp(w1, b1, w2, b2, devices)
-    if not pieces or not all(isinstance(p, tf.Variable) for p in pieces):
-        return "return the tf.Variable pieces your MLP trains, as a list"
-    held = {dev: 0 for dev in devices}
-    for p in pieces:
-        for dev in devices:
-            if p.device.endswith(tf.DeviceSpec.from_string(dev).to_string().split("device:")[-1]):
-                held[dev] += int(np.prod(p.shape))
-    if sum(1 for v in held.values() if v) < len(devices):
-        return "your pieces do not live on every device: create piece i under tf.device(devices[i])"
-    if len(set(held.values())) != 1:
-        return "the devices hold unequal shares of the weights: split both matrices evenly"
-    with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = forward(x)
-        loss = tf.reduce_sum(tf.sin(y))
-    with tf.GradientTape() as ref_tape:
-        ref_tape.watch([x, w1, b1, w2])
-        y_ref = tf.nn.gelu(x @ w1 + b1) @ w2 + b2
-        ref_loss = tf.reduce_sum(tf.sin(y_ref))
-    if y.shape != y_ref.shape or not np.allclose(y, y_ref, atol=1e-4):
-        return (
-            "the output differs from the one-device MLP: are the partial outputs of all "
-            "devices summed (the all-reduce), with b2 added once?"
-        )
-    ref = ref_tape.gradient(ref_loss, [x, w1, b1, w2])
-    got = tape.gradient(loss, [x, *pieces])
-    if any(g is None for g in got):
-        return "some pieces get no gradient: use every piece in forward"
-    norm_ref = sum(float(tf.reduce_sum(g**2)) for g in ref[1:])
-    norm_got = sum(float(tf.reduce_sum(tf.convert_to_tensor(g) ** 2)) for g in got[1:])
-    if not np.allclose(got[0], ref[0], atol=1e-4) or not np.isclose(norm_got, norm_ref, rtol=1e-3):
-        return "the gradients differ from the one-device MLP's"
+    if not callable(build_worker_graph):
+        return "pass your function build_worker_graph itself, not its result"
+    spec = tf.train.ClusterSpec({"ps": [f"localhost:{p}" for p in (1, 2, 3)], "worker": _WORKERS})
+    graph = tf.Graph()
+    with graph.as_default():
+        build_worker_graph(spec, 1)
+        variables = tf.compat.v1.global_variables()
+    if not variables:
+        return "no variables were created: the model needs weights (tf.compat.v1.get_variable)"
+    for variable in variables:
+        if tf.DeviceSpec.from_string(variable.device).job != "ps":
+            return (
+                f"variable {variable.op.name} is on '{variable.device or 'no device'}', not on a "
+                "ps task: create the variables inside the device function's scope"
+            )
+    used = {tf.DeviceSpec.from_string(v.device).task for v in variables}
+    if len(variables) > 1 and len(used) < 2:
+        return "all the variables sit on one ps task: tell the device setter about the cluster"
+    compute = [op for op in graph.get_operations() if "MatMul" in op.type]
+    if not compute:
+        return "nothing is computed: the worker's forward pass should multiply by the weights"
+    for op in compute:
+        device = tf.DeviceSpec.from_string(op.device)
+        if (device.job, device.task) != ("worker", 1):
+            return (
+                f"{op.name} is placed on '{op.device or 'no device'}', not on the worker whose "
+                "graph this is: which argument of the device setter names it?"
+            )
     return None
+
+
+_WORKERS = ["localhost:4", "localhost:5"]
+
+
+# -- 08.5: a synchronous worker, run on a local cluster (1 ps, 2 worker processes) ----------
+SYNC_HARNESS = """
+import json, os, sys
+import numpy as np
+import tensorflow as tf
+from tflearn_helpers import between_graph
+
+v1 = tf.compat.v1
+
+{learner}
+
+
+def main():
+    config = json.loads(os.environ["TF_CONFIG"])
+    task, steps = config["task"]["index"], int(sys.argv[1])
+    cluster = tf.train.ClusterSpec(config["cluster"])
+    server = tf.distribute.Server(cluster, job_name="worker", task_index=task)
+    v1.disable_eager_execution()
+    x = v1.placeholder(tf.float32, [None, 10], name="x")
+    y = v1.placeholder(tf.float32, [None, 1], name="y")
+    loss, train_op, hooks = {name}(cluster, task, cluster.num_tasks("worker"), x, y)
+    step = v1.train.get_global_step()
+    graph = v1.get_default_graph()
+    print(json.dumps({{"graph": {{
+        "variables": {{v.op.name: v.device for v in v1.global_variables()}},
+        "num_required": [  # gradients each update takes, one accumulator per variable
+            int(tf.get_static_value(op.inputs[1])) for op in graph.get_operations()
+            if op.type == "ResourceAccumulatorTakeGradient"],
+        "global_step": step is not None}}}}), flush=True)
+    if step is None:
+        return
+    with tf.control_dependencies([train_op]):
+        after = tf.identity(step.read_value())
+    hooks = list(hooks or []) + [v1.train.StopAtStepHook(last_step=steps)]
+    filters = v1.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{{task}}"])
+    if task == 0:
+        session = v1.train.MonitoredTrainingSession(
+            master=server.target, is_chief=True, hooks=hooks, config=filters,
+            save_checkpoint_secs=None, save_checkpoint_steps=None, save_summaries_steps=None,
+            save_summaries_secs=None, log_step_count_steps=None)
+    else:
+        creator = between_graph.quick_worker_session_creator(server.target, filters)
+        session = v1.train.MonitoredSession(creator, hooks=hooks)
+    true_w = np.linspace(-1.0, 1.0, 10, dtype=np.float32)[:, None]
+    rng = np.random.default_rng(task)
+    with session:
+        while not session.should_stop():
+            xb = rng.normal(size=(32, 10)).astype(np.float32)
+            value, seen = session.run([loss, after], {{x: xb, y: xb @ true_w}})
+            print(json.dumps({{"loss": float(value), "after": int(seen)}}), flush=True)
+        print(json.dumps({{"done": True}}), flush=True)
+        os._exit(0)  # a sync session can wait forever on close for a token nobody sends
+
+
+main()
+"""
+
+
+def _run_sync_cluster(source: str, name: str, steps: int, timeout: float) -> dict:
+    """Run the learner's worker on 1 ps + 2 worker processes until the chief reaches
+    ``steps`` global steps (or ``timeout`` s once both have built their graphs: starting
+    TensorFlow on a busy machine does not count as a stall); what each worker printed."""
+    from .. import cluster
+    from ..cluster import processes
+
+    spec = cluster.local_cluster_spec(workers=2, ps=1)
+    with (
+        tempfile.TemporaryDirectory(prefix="tflearn-check-08.5-") as folder,
+        cluster.LocalCluster(spec, log_dir=folder, env={"CUDA_VISIBLE_DEVICES": ""}) as run,
+    ):
+        program = Path(folder) / "sync_worker.py"
+        program.write_text(SYNC_HARNESS.format(learner=source, name=name))
+        run.start("server", tasks=[("ps", 0)])
+        run.start(program, args=[steps], tasks=[("worker", 0), ("worker", 1)])
+        chief = run.procs[("worker", 0)]
+        built = lambda i: '{"graph"' in run.logs("worker", i)  # noqa: E731
+        try:  # both graphs built, or the chief gone (it failed, or it finished already)
+            processes.wait_until(lambda: (built(0) and built(1)) or not chief.running(), 300, "")
+            code = run.wait([("worker", 0)], timeout=timeout)[("worker", 0)]
+        except TimeoutError:
+            code = None  # still running: stalled
+        logs = [run.logs("worker", i) for i in (0, 1)]
+    return {"code": code, "logs": logs, "lines": [_json_lines(log) for log in logs]}
+
+
+def _json_lines(log: str) -> list[dict]:
+    lines = []
+    for line in log.splitlines():
+        try:
+            lines.append(json.loads(line) if line.startswith("{") else None)
+        except json.JSONDecodeError:
+            continue  # a line cut short when the process was stopped
+    return [line for line in lines if isinstance(line, dict)]
+
+
+def _judge_sync(outcome: dict, steps: int, timeout: float):
+    graph = next((ln["graph"] for ln in outcome["lines"][0] if "graph" in ln), None)
+    if graph is None and outcome["code"] is None:
+        return "the workers did not start within 300 s (a busy machine?): run the check again"
+    if graph is None:
+        lines = outcome["logs"][0].strip().splitlines() or ["(no output)"]
+        last = next((ln for ln in reversed(lines) if "Error" in ln), lines[-1])
+        return f"your function failed in the worker process: {last[:300]}"
+    if not graph["global_step"]:
+        return "the graph has no global step: updates are counted with one"
+    for name, device in graph["variables"].items():
+        if "/job:ps" not in device:
+            return f"variable {name} is on '{device or 'no device'}', not on a ps task"
+    done = [ln for worker in outcome["lines"] for ln in worker if "after" in ln]
+    reached = max((ln["after"] for ln in done), default=0)
+    if outcome["code"] is None or reached < steps:
+        return (
+            f"training stalled at global step {reached} of {steps} (waited {timeout:.0f} s): "
+            "synchronous training needs something to run in every worker's session"
+        )
+    if not graph["num_required"]:
+        return "each update applied one worker's gradient as it came: that is asynchronous"
+    if min(graph["num_required"]) < len(outcome["lines"]):
+        return "an update averages fewer gradients than workers send: how many should it average?"
+    # every worker's losses in global-step order: on a busy machine one worker can run most
+    # of the steps (either one's gradients fill an update): the chief's alone were 4 runs once
+    losses = [ln["loss"] for ln in sorted(done, key=lambda ln: ln["after"])]
+    if not sum(losses[-3:]) < 0.5 * sum(losses[:3]):
+        return "the loss did not fall: does train_op minimize the loss you return?"
+    return None
+
+
+@exercise("08.5")
+def sync_worker(build_sync_worker, steps: int = 30, timeout: float = 60.0):
+    """build_sync_worker(cluster, task, workers, x, y) -> (loss, train_op, hooks), run by
+    two worker processes and one ps on this machine."""
+    source, hint = learner_source(build_sync_worker, "build_sync_worker")
+    if hint:
+        return hint
+    outcome = _run_sync_cluster(source, build_sync_worker.__name__, steps, timeout)
+    return _judge_sync(outcome, steps, timeout)

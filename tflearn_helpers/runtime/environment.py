@@ -184,7 +184,7 @@ def _keras_version(legacy: bool) -> str:
     import tensorflow as tf
 
     version = getattr(tf.keras, "__version__", None)
-    if not version and not hasattr(tf.keras, "version"):  # TF 2.15 (lab 01b): Keras 2
+    if not version and not hasattr(tf.keras, "version"):  # TF 2.15 (lab 08b): Keras 2
         import keras
 
         return keras.__version__

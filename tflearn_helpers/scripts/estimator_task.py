@@ -1,4 +1,4 @@
-"""The seed's Estimator program, corrected (lab 01b_estimator_legacy; needs TF 2.15).
+"""The seed's Estimator program, corrected (lab 08b_estimator_legacy; needs TF 2.15).
 
 Import it to train in-process (``make_estimator``, ``input_fn``, the hooks), or run it as
 one task of a cluster: every task (chief, worker, ps, evaluator) runs this same file and

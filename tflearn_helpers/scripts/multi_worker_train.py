@@ -1,7 +1,7 @@
-"""One worker of a MultiWorkerMirroredStrategy job (lesson 06); every worker runs this file.
+"""One worker of a MultiWorkerMirroredStrategy job (lesson 04); every worker runs this file.
 
 TF_CONFIG, set in each process's environment, gives the cluster and this process's task.
-The package ships this program as tflearn_helpers/scripts/multi_worker_train.py (exercise 06
+The package ships this program as tflearn_helpers/scripts/multi_worker_train.py (exercise 04
 and benchmarks/multi_worker_steps.py run it; tests/test_multi_worker.py keeps the two equal).
 """
 
