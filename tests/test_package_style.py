@@ -51,14 +51,13 @@ def _imported_from(module: str, path: Path, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def _module_level_imports(module: str, path: Path) -> list[tuple[int, str]]:
-    """(line, package module) for the imports that run when ``module`` is imported."""
+def _package_imports(module: str, path: Path) -> list[tuple[int, str]]:
+    """(line, package module) for every import of a package module in ``module``: at its top
+    and inside its functions (an import deferred into a function to dodge a cycle is still one)."""
     found = []
     pending = list(_tree(path).body)
     while pending:
         node = pending.pop()
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            continue  # its imports run when it is called, if ever
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names if a.name in MODULES]
         elif isinstance(node, ast.ImportFrom):
@@ -187,11 +186,19 @@ def test_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
+def test_imports_inside_functions_count(tmp_path):
+    path = tmp_path / "mod.py"
+    path.write_text("def f():\n    from .processes import start\n")
+    assert _package_imports("tflearn_helpers.cluster.mod", path) == [
+        (2, "tflearn_helpers.cluster.processes")
+    ]
+
+
 def test_no_import_cycle_between_package_modules():
     graph = {module: set() for module in MODULES}
     lines = {}
     for module, path in MODULES.items():
-        for line, target in _module_level_imports(module, path):
+        for line, target in _package_imports(module, path):
             graph[module].add(target)
             lines[(module, target)] = _where(path, line)
     report = []

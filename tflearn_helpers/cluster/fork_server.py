@@ -34,6 +34,8 @@ import tempfile
 import threading
 import time
 
+from .child_setup import child_setup
+
 __all__ = ["Forked", "serve", "spawn", "stop_all"]
 
 SWITCH_ENV = "TFLEARN_FORK_SERVER"
@@ -262,8 +264,6 @@ def _run_child(request: dict, *server_fds: int) -> None:
     """In a fresh fork: become the requested program, then exit as it would."""
     import io
     import runpy
-
-    from .processes import child_setup  # death signal, namespaces and core, as for Popen
 
     server = os.getppid()
     os.setsid()  # its own process group: stopping it stops what it starts

@@ -4,7 +4,7 @@
 namespace, unprivileged where the kernel allows it; ``unshare -n`` as root otherwise) held
 open by one sleeping process. Its loopback gets an MTU and a token-bucket filter
 (``tc qdisc ... tbf``) at the chosen rate; every worker started through ``cluster()`` runs in
-it (it enters the namespace first, as ``nsenter`` would: :func:`processes.child_setup`), one
+it (it enters the namespace first, as ``nsenter`` would: :func:`child_setup.child_setup`), one
 core each where the machine has the cores. All workers share that one loopback: one medium
 that every byte they send crosses. ``limit_sender`` instead slows only what one worker's
 server sends (an ``htb`` class fed by a ``u32`` filter on its port).
@@ -28,7 +28,7 @@ import sys
 import psutil
 
 from .. import validate
-from . import processes
+from . import child_setup, processes
 from .local import LocalCluster, local_cluster_spec
 
 __all__ = ["FORCE_PLAIN", "Network", "free_cores"]
@@ -115,7 +115,7 @@ class Network:
                 capture_output=True,
                 text=True,
                 timeout=timeout,
-                preexec_fn=lambda: processes.child_setup(namespaces=namespaces),
+                preexec_fn=lambda: child_setup.child_setup(namespaces=namespaces),
             )
         except subprocess.TimeoutExpired:
             raise TimeoutError(f"{' '.join(command)} took over {timeout:.0f} s") from None

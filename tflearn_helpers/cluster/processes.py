@@ -15,30 +15,27 @@ that has imported TensorFlow already (:mod:`.fork_server`), seconds sooner than 
 from __future__ import annotations
 
 import atexit
-import ctypes
 import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from . import fork_server
+from .child_setup import check_namespaces, child_setup
 
 __all__ = [
     "Child",
     "ProcessExitedError",
-    "child_setup",
     "start",
     "stop_all",
     "temporary_folder",
     "wait_until",
 ]
 
-_NAMESPACE_FLAGS = {"user": 0x10000000, "net": 0x40000000}  # CLONE_NEWUSER, CLONE_NEWNET
 _LIVE: set[Child] = set()  # the one teardown registry (emptied by stop_all at exit)
 _FOLDERS: list[Path] = []  # made by temporary_folder: removed at exit
 TIMEOUT_HINT = "If the machine is busy, give it a longer timeout; otherwise read the log above."
@@ -75,7 +72,7 @@ class Child:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.err_path = None if merge_stderr else self.log_path.with_suffix(".stderr.log")
         environment = _environment(env, unset)
-        _check_namespaces(namespaces)
+        check_namespaces(namespaces)
         self.log_path.touch()  # both files exist once start() returns, forked or not
         if self.err_path:
             self.err_path.write_text("")
@@ -235,41 +232,6 @@ def stop_all(grace: float = 2.0) -> None:
     for child in list(_LIVE):
         child.stop(grace=grace)
     fork_server.stop_all()
-
-
-def child_setup(core: int | None = None, namespaces: tuple | None = None) -> None:
-    """In the child, before it runs: die with the parent (Linux); enter the namespaces
-    ``(pid, kinds)`` of another process, as ``nsenter --target pid`` would; run on ``core``."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if sys.platform.startswith("linux"):
-        libc.prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-    pid, kinds = namespaces or (None, ())
-    for kind in kinds:  # in the order given: "user" first, it grants the right to enter "net"
-        fd = os.open(f"/proc/{pid}/ns/{kind}", os.O_RDONLY)
-        try:  # setns(2): a user namespace only lets in a single-threaded process, as this is,
-            if os.fstat(fd).st_ino == os.stat(f"/proc/self/ns/{kind}").st_ino:
-                continue  # and not one it is in already (nsenter skips it too)
-            if libc.setns(fd, _NAMESPACE_FLAGS[kind]) != 0:
-                code = ctypes.get_errno()
-                raise OSError(code, f"cannot enter the {kind} namespace of process {pid}")
-        finally:
-            os.close(fd)
-    if core is not None:
-        os.sched_setaffinity(0, {core})
-
-
-def _check_namespaces(namespaces) -> None:
-    if namespaces is None:
-        return
-    pid, kinds = namespaces
-    for kind in kinds:
-        if kind not in _NAMESPACE_FLAGS:
-            raise ValueError(f"namespaces: kinds are {sorted(_NAMESPACE_FLAGS)}, got {kind!r}")
-        if not os.path.exists(f"/proc/{pid}/ns/{kind}"):
-            raise ValueError(
-                f"namespaces: no {kind} namespace of process {pid} to enter (has it exited? "
-                "Linux only): start the process that holds it first"
-            )
 
 
 def _environment(extra: dict | None, unset) -> dict[str, str]:
