@@ -25,7 +25,6 @@ __all__ = [
     "generated_images",
     "reachable",
     "regression_batches",
-    "teacher_classes",
     "teacher_data",
     "training_images",
 ]
@@ -163,32 +162,6 @@ def _keras_cache_has(name: str) -> bool:
 
 
 # -- small synthetic problems of the distributed lessons (08, 08b, 09) ----------------------
-def teacher_classes(
-    n: int,
-    features: int,
-    classes: int,
-    *,
-    seed: int,
-    uniform: bool = False,
-    learnable: bool = True,
-):
-    """``(x, y)``: float32 inputs and int32 labels from a fixed random linear teacher.
-
-    ``x`` is standard normal, or uniform in [0, 1) with ``uniform`` (the Estimator seed's
-    inputs); ``y`` is the argmax of (centred) ``x`` times a teacher matrix drawn with seed 0,
-    so a network learns it. ``learnable=False`` gives uniformly random labels instead.
-    """
-    rng = np.random.default_rng(seed)
-    if uniform:
-        x = rng.random((n, features), dtype=np.float32)
-    else:
-        x = rng.normal(size=(n, features)).astype(np.float32)
-    if not learnable:
-        return x, rng.integers(0, classes, n).astype(np.int32)
-    teacher = np.random.default_rng(0).normal(size=(features, classes))
-    return x, np.argmax((x - 0.5 if uniform else x) @ teacher, axis=1).astype(np.int32)
-
-
 def regression_batches(batch: int, *, seed: int = 0, repeat: bool = True):
     """A tf.data pipeline of a noisy linear regression with 8 features (lesson 09 defines it;
     tests/test_parameter_server.py checks this is the lesson's code).
