@@ -1,0 +1,219 @@
+"""LocalSlurm: a real multi-node Slurm cluster on this machine, used and torn down for certain.
+
+The tests that need Slurm skip where it is not installed (``apt-get install slurm-wlm munge``).
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tflearn_helpers.cluster import port_is_listening, processes, slurm
+
+needs_slurm = pytest.mark.skipif(
+    bool(slurm.missing_programs()), reason=f"Slurm is not installed ({slurm.INSTALL_COMMAND})"
+)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    if slurm.missing_programs():
+        pytest.skip(f"Slurm is not installed ({slurm.INSTALL_COMMAND})")
+    with slurm.LocalSlurm(nodes=2) as started:
+        yield started
+
+
+def _ours(folder, conf) -> list[str]:
+    """Live processes of one cluster: its daemons (the folder in their command line) and
+    anything carrying its SLURM_CONF (slurmstepd, job tasks, clients); zombies are gone."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "environ", "status"]):
+        if proc.info["status"] == psutil.STATUS_ZOMBIE or proc.pid == os.getpid():
+            continue
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if str(folder) in cmdline or (proc.info["environ"] or {}).get("SLURM_CONF") == conf:
+            found.append(f"{proc.pid}: {cmdline[:120]}")
+    return found
+
+
+def _nothing_left(folder, conf, ports, timeout=15.0) -> None:
+    def clean():
+        return not _ours(folder, conf) and not any(
+            port_is_listening(f"127.0.0.1:{p}") for p in ports
+        )
+
+    try:
+        processes.wait_until(clean, timeout, "the cluster's processes, ports and folder to go")
+    except TimeoutError:
+        pytest.fail(f"left behind: {_ours(folder, conf)}, ports {ports}, {folder.exists()=}")
+
+
+@needs_slurm
+def test_every_node_comes_up_idle_on_its_own_port(cluster):
+    assert cluster.node_states() == {"node1": "idle", "node2": "idle"}
+    conf = cluster.conf.read_text()
+    for node, port in zip(cluster.node_names, cluster.ports[1:], strict=True):
+        assert f"NodeName={node} " in conf and f"Port={port} " in conf
+        assert port_is_listening(f"127.0.0.1:{port}")
+    assert len(set(cluster.ports)) == 3 and 6817 not in cluster.ports
+    assert "CPUs=1 " in conf and "ProctrackType=proctrack/linuxproc" in conf
+    assert cluster.start_seconds < 30
+
+
+@needs_slurm
+def test_srun_runs_one_task_on_each_of_two_nodes(cluster):
+    done = cluster.run(
+        ["srun", "-N2", "-n2", "sh", "-c", "echo $SLURM_PROCID $SLURM_NODEID $SLURMD_NODENAME"],
+        timeout=60,
+    )
+    tasks = sorted(line.split() for line in done.stdout.splitlines())
+    assert tasks == [["0", "0", "node1"], ["1", "1", "node2"]], done.stdout + done.stderr
+
+
+@needs_slurm
+def test_sbatch_runs_a_batch_script_on_two_nodes(cluster, tmp_path):
+    script = tmp_path / "job.sh"
+    output = tmp_path / "job.out"
+    script.write_text(
+        "#!/bin/sh\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1\n#SBATCH --time=1\n"
+        f"#SBATCH --output={output}\nsrun sh -c 'echo task $SLURM_PROCID on $SLURMD_NODENAME'\n"
+    )
+    job = cluster.run(["sbatch", "--parsable", str(script)]).stdout.strip()
+    assert job.isdigit()
+    assert cluster.run(["squeue", "--noheader", "--jobs", job], check=False).returncode == 0
+    assert cluster.wait_job(job, timeout=60) == "COMPLETED"
+    lines = sorted(output.read_text().splitlines())
+    assert lines == ["task 0 on node1", "task 1 on node2"], output.read_text()
+
+
+@needs_slurm
+def test_slurm_cluster_resolver_sees_two_workers_on_two_hosts(cluster):
+    """TensorFlow's SlurmClusterResolver, in each task of an srun step (one TF import each).
+
+    On a CPU machine it needs GPU numbers: left out, it runs nvidia-smi (absent: an error);
+    gpus_per_node=0 divides by zero; and a node gets at most gpus_per_node // gpus_per_task
+    tasks. So one "GPU" per task, and auto_set_gpu=False leaves CUDA_VISIBLE_DEVICES alone.
+    """
+    code = textwrap.dedent(
+        """
+        import json, os
+        import tensorflow as tf
+        resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(
+            gpus_per_node=1, gpus_per_task=1, auto_set_gpu=False
+        )
+        spec = resolver.cluster_spec().as_dict()
+        node = os.environ["SLURMD_NODENAME"]
+        print(json.dumps({"spec": spec, "task": resolver.task_id, "node": node}))
+        """
+    )
+    done = cluster.run(["srun", "-N2", "-n2", sys.executable, "-c", code], timeout=240)
+    reports = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert len(reports) == 2, done.stdout + done.stderr[-2000:]
+    assert all(r["spec"] == {"worker": ["node1:8888", "node2:8888"]} for r in reports)
+    assert sorted((r["task"], r["node"]) for r in reports) == [(0, "node1"), (1, "node2")]
+
+
+@needs_slurm
+def test_exit_stops_everything_with_a_job_still_running():
+    with slurm.LocalSlurm(nodes=2) as c:
+        job = c.run(["sbatch", "--parsable", "-N2", "--wrap", "srun sleep 120"]).stdout.strip()
+        processes.wait_until(lambda: c.job_state(job) == "RUNNING", 30, "the job to run")
+        processes.wait_until(
+            lambda: sum("sleep 120" in p for p in _ours(c.folder, str(c.conf))) >= 2,
+            30,
+            "a sleep task on each node",
+        )
+        tops = [psutil.Process(d.pid) for d in c.daemons.values()]
+        daemons = {p.name() for top in tops for p in [top, *top.children(recursive=True)]}
+        assert {"munged", "slurmctld", "slurmd", "slurmstepd"} <= daemons
+        folder, conf, ports = c.folder, str(c.conf), c.ports
+    _nothing_left(folder, conf, ports, timeout=5)
+
+
+@needs_slurm
+def test_a_killed_owner_leaves_nothing_behind(tmp_path):
+    """kill -9 of the Python that owns a cluster (a killed kernel): its daemons, the job's
+    slurmstepd and tasks, its ports and its folder all go."""
+    owner = tmp_path / "owner.py"
+    owner.write_text(
+        textwrap.dedent(
+            """
+            import json, sys, time
+            from tflearn_helpers.cluster import processes, slurm
+            c = slurm.LocalSlurm(nodes=2).start()
+            job = c.run(["sbatch", "--parsable", "-N2", "--wrap", "srun sleep 120"]).stdout.strip()
+            processes.wait_until(lambda: c.job_state(job) == "RUNNING", 30, "the job to run")
+            print(json.dumps([str(c.folder), str(c.conf), c.ports]), flush=True)
+            time.sleep(120)
+            """
+        )
+    )
+    proc = subprocess.Popen(
+        [sys.executable, str(owner)], stdout=subprocess.PIPE, text=True, env=os.environ.copy()
+    )
+    try:
+        folder, conf, ports = json.loads(proc.stdout.readline())
+        processes.wait_until(
+            lambda: sum("sleep 120" in p for p in _ours(folder, conf)) >= 2, 30, "the job's tasks"
+        )
+    finally:
+        proc.kill()
+        proc.wait(10)
+    _nothing_left(Path(folder), conf, ports, timeout=20)
+
+
+def test_slurm_not_installed_says_the_apt_line(monkeypatch):
+    monkeypatch.setattr(slurm, "_which", lambda program: None)
+    with pytest.raises(slurm.SlurmNotInstalledError, match="apt-get install slurm-wlm munge"):
+        slurm.LocalSlurm(nodes=1)
+
+
+@pytest.mark.parametrize("nodes", [0, -1, 1.5, "2"])
+def test_a_node_count_is_a_whole_number(nodes):
+    with pytest.raises(ValueError, match="nodes must be"):
+        slurm.LocalSlurm(nodes=nodes)
+
+
+def test_more_nodes_than_cores_is_refused():
+    cores = len(os.sched_getaffinity(0))
+    with pytest.raises(ValueError, match=f"more than this machine's {cores} cores"):
+        slurm.LocalSlurm(nodes=cores + 1)
+    with pytest.raises(ValueError, match="cpus_per_node must be"):
+        slurm.LocalSlurm(nodes=1, cpus_per_node=cores + 1)
+
+
+@needs_slurm
+def test_a_taken_port_is_refused_before_anything_starts():
+    with socket.socket() as taken:
+        taken.bind(("", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ValueError, match=f"port {port} is taken"):
+            slurm.LocalSlurm(nodes=2, port=port)
+        with pytest.raises(ValueError, match=f"port {port} is taken"):
+            slurm.LocalSlurm(nodes=2, node_ports=[None, port])
+    with pytest.raises(ValueError, match="one port per node"):
+        slurm.LocalSlurm(nodes=2, node_ports=[port])
+    free = slurm.LocalSlurm(nodes=2).ports  # chosen, not started
+    with pytest.raises(ValueError, match="the ports must differ"):
+        slurm.LocalSlurm(nodes=2, port=free[0], node_ports=[free[0], None])
+    mixed = slurm.LocalSlurm(nodes=2, port=free[0], node_ports=[None, free[1]]).ports
+    assert mixed[0] == free[0] and mixed[2] == free[1] and len(set(mixed)) == 3
+
+
+@needs_slurm
+def test_a_daemon_that_dies_at_start_is_quoted_and_cleaned_up():
+    c = slurm.LocalSlurm(nodes=1, extra_config="NoSuchSetting=1")
+    began = time.monotonic()
+    with pytest.raises(processes.ProcessExitedError, match="slurmctld exited") as caught:
+        c.start()
+    assert "NoSuchSetting" in str(caught.value)  # its log's last lines, quoted
+    assert time.monotonic() - began < 20
+    _nothing_left(c.folder, str(c.conf), c.ports, timeout=5)

@@ -1,0 +1,349 @@
+"""A real multi-node Slurm cluster on this one machine (lesson 07).
+
+``LocalSlurm(nodes=2)`` is a context manager: it writes a munge key and a ``slurm.conf`` into
+a temporary folder, starts ``munged``, ``slurmctld`` and one ``slurmd -N nodeK`` per node (each
+node its own port and its share of the cores), and waits until ``sinfo`` shows every node
+idle. ``cluster.env`` is what a program needs to call ``sbatch``, ``srun``, ``squeue`` or
+``scontrol`` on it (``SLURM_CONF``; the munge socket is named in that file);
+``cluster.run(cmd)`` runs one such command with a timeout.
+
+Teardown is certain: on exit the daemons stop, their ports close and the folder goes. Each
+``slurmd`` is the first process of its own PID namespace, so when it ends the kernel ends
+every ``slurmstepd`` and job task it started; a killed kernel takes the daemons with it
+(``processes.start``) and a small watcher removes the folder. The nodes share this machine's
+loopback: they are real Slurm nodes to the scheduler, but not separate hosts on a network,
+so they cannot show link speed between nodes, and two tasks on two nodes cannot listen on
+the same port (``SlurmClusterResolver`` gives every node the same ``port_base``).
+Tested as root on Debian 12 (Slurm 22.05).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import portpicker
+
+from .. import validate
+from . import processes
+
+__all__ = ["INSTALL_COMMAND", "LocalSlurm", "SlurmNotInstalledError", "missing_programs"]
+
+INSTALL_COMMAND = "apt-get install slurm-wlm munge"
+_PROGRAMS = ("munged", "slurmctld", "slurmd", "slurmstepd", "sinfo", "srun", "sbatch", "squeue",
+             "scontrol", "scancel")  # fmt: skip
+_SBIN = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_FINISHED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
+             "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}  # fmt: skip
+_CLIENTS = {"srun", "sbatch", "salloc", "sinfo", "squeue", "scontrol", "scancel", "slurmstepd"}
+# Waits for the owner to go (its end of a pipe closes), then for the daemons, then removes
+# the folder. The [/] keeps grep from finding its own command line.
+_WATCHER = r"""cat >/dev/null; n=0
+while [ $n -lt 100 ] && grep -qs "[/]${FOLDER#/}" /proc/[0-9]*/cmdline
+do sleep 0.1; n=$((n+1)); done
+rm -rf "$FOLDER" """
+
+
+class SlurmNotInstalledError(RuntimeError):
+    """Slurm or munge is not installed on this machine."""
+
+
+def _which(program: str) -> str | None:
+    return shutil.which(program) or shutil.which(program, path=_SBIN)
+
+
+def missing_programs() -> list[str]:
+    """The Slurm and munge programs this machine lacks (empty: all installed)."""
+    return [program for program in _PROGRAMS if not _which(program)]
+
+
+@functools.cache
+def _pid_namespaces() -> bool:
+    """Whether ``unshare`` can give a process its own PID namespace here."""
+    unshare = _which("unshare")
+    command = [unshare, "--pid", "--fork", "--mount-proc", "--kill-child", "true"]
+    try:
+        return (
+            bool(unshare)
+            and subprocess.run(command, capture_output=True, timeout=10).returncode == 0
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def _check_port(port) -> int:
+    port = validate.whole_number("port", port, minimum=1024, maximum=65535)
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is not taken
+        try:
+            probe.bind(("", port))
+        except OSError:
+            raise ValueError(
+                f"port {port} is taken (another program listens on it): choose another, or "
+                "leave the ports out and the cluster picks free ones"
+            ) from None
+    return port
+
+
+def _ports(nodes: int, port, node_ports) -> list[int]:
+    """The controller's port, then one per node: the ones given (checked free) or free ones."""
+    if node_ports is not None and len(node_ports) != nodes:
+        raise ValueError(f"node_ports needs one port per node ({nodes}), got {node_ports!r}")
+    given = [port, *(node_ports if node_ports is not None else [None] * nodes)]
+    given = [None if p is None else _check_port(p) for p in given]
+    fixed = {p for p in given if p is not None}
+    if len(fixed) != len(given) - given.count(None):
+        raise ValueError(f"the ports must differ, got {given!r}")
+    chosen = []
+    for p in given:
+        while p is None or p in chosen:
+            p = portpicker.pick_unused_port()
+            p = None if p in fixed else p
+        chosen.append(p)
+    return chosen
+
+
+class LocalSlurm:
+    """A Slurm cluster of ``nodes`` nodes on this machine; use as a context manager.
+
+    ``cpus_per_node`` defaults to this machine's cores divided among the nodes (at least
+    one each; more nodes than cores is an error). ``port`` (controller) and ``node_ports``
+    default to free ports. ``extra_config`` is appended to ``slurm.conf``. ``timeout``
+    bounds the start. Attributes once started: ``env``, ``conf``, ``folder``,
+    ``node_names``, ``ports``, ``start_seconds``.
+    """
+
+    def __init__(self, nodes=2, *, cpus_per_node=None, port=None, node_ports=None,
+                 extra_config: str = "", timeout: float = 30.0):  # fmt: skip
+        self.nodes = validate.whole_number("nodes", nodes, minimum=1)
+        cores = _cores()
+        if self.nodes > cores:
+            raise ValueError(f"nodes={nodes} is more than this machine's {cores} cores: each "
+                             "node needs at least one core of its own")  # fmt: skip
+        most = cores // self.nodes
+        per_node = most if cpus_per_node is None else cpus_per_node
+        self.cpus_per_node = validate.whole_number(
+            "cpus_per_node", per_node, minimum=1, maximum=most
+        )
+        missing = missing_programs()
+        if missing:
+            raise SlurmNotInstalledError(
+                f"Slurm is not installed here (no {', '.join(missing)}). On Debian or Ubuntu, "
+                f"as root: {INSTALL_COMMAND}"
+            )
+        self.ports = _ports(self.nodes, port, node_ports)
+        self.extra_config, self.timeout = extra_config, timeout
+        self.node_names = [f"node{k}" for k in range(1, self.nodes + 1)]
+        self.daemons: dict[str, processes.Child] = {}
+        self.folder: Path | None = None
+        self.conf: Path | None = None
+        self.env: dict[str, str] = {}
+        self.start_seconds: float | None = None
+        self._watcher = None
+
+    # -- starting ---------------------------------------------------------------
+    def start(self) -> LocalSlurm:
+        """Write the files, start the daemons, wait until every node is idle."""
+        if self.folder is not None:
+            raise RuntimeError("this cluster has started already")
+        began = time.perf_counter()
+        self.folder = processes.temporary_folder("tflearn-slurm-")
+        self.folder.chmod(0o755)  # munged wants its socket's folders open to all (x)
+        self._watch()
+        try:
+            self.conf = self._write_files()
+            self.env = {"SLURM_CONF": str(self.conf)}
+            self._start_daemons()
+            self.wait_idle(self.timeout)
+        except BaseException:
+            self.close()
+            raise
+        self.start_seconds = time.perf_counter() - began
+        return self
+
+    def _watch(self) -> None:
+        """Start the watcher that removes the folder once this process and the daemons are
+        gone (kernel killed included); it leaves as soon as ``close`` closes its pipe."""
+        read, self._pipe = os.pipe()
+        self._watcher = subprocess.Popen(
+            ["sh", "-c", _WATCHER], stdin=read, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, env={"FOLDER": str(self.folder), "PATH": _SBIN},
+            start_new_session=True,  # a kernel's process group killed whole spares it
+        )  # fmt: skip
+        os.close(read)
+
+    def _write_files(self) -> Path:
+        key = self.folder / "munge.key"
+        key.write_bytes(os.urandom(1024))
+        key.chmod(0o400)
+        for name in ("state", *(f"spool/{node}" for node in self.node_names)):
+            (self.folder / name).mkdir(parents=True)
+        conf = self.folder / "slurm.conf"
+        conf.write_text(self._config())
+        return conf
+
+    def _config(self) -> str:
+        f, host = self.folder, socket.gethostname().split(".")[0]
+        user = "root" if os.geteuid() == 0 else _user()
+        lines = [
+            "ClusterName=tflearn", f"SlurmctldHost={host}(127.0.0.1)",
+            f"SlurmctldPort={self.ports[0]}", f"SlurmUser={user}", f"SlurmdUser={user}",
+            "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={f}/munge.socket",
+            "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none",
+            "SelectType=select/cons_tres", "SelectTypeParameters=CR_CPU",
+            "SlurmdParameters=config_overrides", "MpiDefault=none", "ReturnToService=2",
+            "JobCompType=jobcomp/none", "AccountingStorageType=accounting_storage/none",
+            "JobAcctGatherType=jobacct_gather/none", "InactiveLimit=0", "KillWait=5",
+            f"StateSaveLocation={f}/state", f"SlurmdSpoolDir={f}/spool/%n",
+            f"SlurmctldPidFile={f}/slurmctld.pid", f"SlurmdPidFile={f}/slurmd-%n.pid",
+            f"SlurmctldLogFile={f}/slurmctld.log", f"SlurmdLogFile={f}/slurmd-%n.log",
+        ]  # fmt: skip
+        lines += [
+            f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} "
+            f"CPUs={self.cpus_per_node} State=UNKNOWN"
+            for node, port in zip(self.node_names, self.ports[1:], strict=True)
+        ]
+        lines.append("PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
+        return "\n".join(lines) + "\n" + self.extra_config.strip() + "\n"
+
+    def _daemon(self, name: str, command: list[str]) -> processes.Child:
+        child = processes.start(
+            command, log_path=self.folder / f"{name}.out", name=name, env=self.env
+        )
+        self.daemons[name] = child
+        return child
+
+    def _start_daemons(self) -> None:
+        f, conf = self.folder, str(self.conf)
+        munged = self._daemon("munged", [_which("munged"), "--foreground",
+            f"--socket={f}/munge.socket", f"--key-file={f}/munge.key",
+            f"--pid-file={f}/munged.pid", f"--seed-file={f}/munged.seed"])  # fmt: skip
+        munged.wait_until((f / "munge.socket").exists, self.timeout, "munged's socket")
+        self._daemon("slurmctld", [_which("slurmctld"), "-D", "-f", conf])
+        isolate = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
+        for node in self.node_names:
+            prefix = [_which("unshare"), *isolate[1:]] if _pid_namespaces() else []
+            self._daemon(node, [*prefix, _which("slurmd"), "-D", "-N", node, "-f", conf])
+
+    def node_states(self) -> dict[str, str]:
+        """Each node's state as ``sinfo`` reports it, e.g. {"node1": "idle", ...}."""
+        done = self.run(["sinfo", "--noheader", "--Node", "--format=%N %T"], check=False)
+        pairs = (line.split() for line in done.stdout.splitlines())
+        return {pair[0]: pair[1] for pair in pairs if len(pair) == 2}
+
+    def wait_idle(self, timeout: float = 30.0) -> dict[str, str]:
+        """Wait until ``sinfo`` shows every node idle; raise with the daemons' logs if not."""
+
+        def all_idle():
+            states = self.node_states()
+            return all(states.get(node) == "idle" for node in self.node_names) and states
+
+        return processes.wait_until(
+            all_idle,
+            timeout,
+            f"sinfo to show nodes {', '.join(self.node_names)} idle",
+            depends_on=self.daemons.values(),
+            poll=0.2,
+        )
+
+    # -- using --------------------------------------------------------------------
+    def run(self, command, timeout: float = 60.0, check: bool = True):
+        """Run a Slurm command (a list, or a string split like a shell) against this
+        cluster; its CompletedProcess (text). ``check``: raise with its output if it fails."""
+        args = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
+        done = subprocess.run(
+            args, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+            env={**os.environ, **self.env}, preexec_fn=processes.child_setup,  # dies with us
+        )  # fmt: skip
+        if check and done.returncode != 0:
+            raise RuntimeError(
+                f"{shlex.join(args)} exited with code {done.returncode}:\n"
+                f"{done.stdout}{done.stderr}"
+            )
+        return done
+
+    def job_state(self, job_id) -> str:
+        """A job's state from ``scontrol show job`` (e.g. PENDING, RUNNING, COMPLETED)."""
+        shown = self.run(["scontrol", "--oneliner", "show", "job", str(job_id)]).stdout
+        fields = dict(f.split("=", 1) for f in shown.split() if "=" in f)
+        return fields.get("JobState", "UNKNOWN")
+
+    def wait_job(self, job_id, timeout: float = 60.0) -> str:
+        """Wait until job ``job_id`` has finished; its final state (e.g. COMPLETED)."""
+        return processes.wait_until(
+            lambda: (state := self.job_state(job_id)) in _FINISHED and state,
+            timeout,
+            f"Slurm job {job_id} to finish",
+            depends_on=self.daemons.values(),
+            poll=0.2,
+        )
+
+    # -- teardown -------------------------------------------------------------------
+    def close(self, grace: float = 3.0) -> float:
+        """Stop every daemon (its jobs with it), wait for the ports to close and remove the
+        folder; the seconds it took. Calling it again does nothing."""
+        if not self.daemons and self._watcher is None:
+            return 0.0
+        began = time.perf_counter()
+        for child in self.daemons.values():
+            child.send(signal.SIGTERM)  # SIGTERM to all at once, then wait for each
+        for child in reversed(self.daemons.values()):  # nodes first, munged last
+            child.stop(grace=grace)
+        if self.env:
+            _kill_strays(self.env["SLURM_CONF"])
+        processes.wait_until(
+            lambda: not any(_listening(p) for p in self.ports), 15, "the cluster's ports to close"
+        )
+        if self._watcher is not None:
+            os.close(self._pipe)
+            self._watcher.wait(timeout=20)
+            self._watcher = None
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        self.daemons = {}
+        return time.perf_counter() - began
+
+    def __enter__(self) -> LocalSlurm:
+        return self.start()
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
+
+
+def _kill_strays(conf: str) -> None:
+    """Kill what outlived the daemons and points at this cluster (its ``SLURM_CONF``): a
+    ``slurmstepd`` or job task without PID namespaces, a Slurm client left waiting."""
+    import psutil
+
+    for proc in psutil.process_iter(["name", "environ"]):
+        environ = proc.info["environ"] or {}
+        job = "SLURM_JOB_ID" in environ or proc.info["name"] in _CLIENTS
+        if environ.get("SLURM_CONF") == conf and job and proc.pid != os.getpid():
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(0.2)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _user() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.geteuid()).pw_name
