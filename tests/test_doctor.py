@@ -17,6 +17,7 @@ def test_doctor_passes_on_this_machine():
     assert "ok    2-replica MirroredStrategy step" in done.stdout
     assert "ok    loopback gRPC round trip" in done.stdout
     assert "ready" in done.stdout
+    assert "local Slurm cluster (lesson 07): " in done.stdout
     assert "predicted peak memory per lesson" in done.stdout
     assert "every lesson fits" in done.stdout or "would not fit" in done.stdout
 
@@ -42,3 +43,19 @@ def test_memory_report_names_lessons_that_would_not_fit(monkeypatch, capsys):
     doctor._memory_report(env)
     out = capsys.readouterr().out
     assert "warn  would not fit within 70% of memory: lessons 00" in out and "02" in out
+
+
+def test_slurm_line_says_whether_lesson_07_can_start_its_cluster(monkeypatch):
+    from tflearn_helpers import doctor
+    from tflearn_helpers.cluster import slurm
+
+    if slurm.missing_programs():
+        assert doctor._slurm_cluster()[0] == "warn"
+    else:
+        state, detail = doctor._slurm_cluster()
+        assert state == "ok" and "2 nodes came up idle in" in detail, detail
+        too_many = doctor._slurm_cluster(nodes=1000)  # more nodes than cores: a reason
+        assert too_many[0] == "warn" and "nodes=1000 is more than" in too_many[1]
+    monkeypatch.setattr(slurm, "missing_programs", lambda: ["slurmctld"])
+    state, detail = doctor._slurm_cluster()
+    assert state == "warn" and "apt-get install slurm-wlm munge" in detail

@@ -3,6 +3,8 @@
 An instructor runs it on each workshop machine (lesson 00 shows its output). It prints
 versions and devices, trains one step on 2 replicas with MirroredStrategy, makes one
 gRPC round trip on loopback, and exits non-zero with the reason when anything fails.
+It says whether lesson 07 can start its local Slurm cluster here (a warning, not a failure:
+without Slurm the lesson shows its scripts and still runs).
 It then prints each lesson's predicted peak memory per device on this machine (the
 memory model of lesson 00, ``lesson_sizes``) and names the lessons that would not fit.
 Every check has a deadline: a stuck check ends the doctor, it never hangs it.
@@ -44,6 +46,7 @@ def main(devices: int = 2, timeout: float = 120.0) -> int:
             detail = check(env)
             print(f"ok    {name}: {detail} ({time.perf_counter() - start:.1f} s)")
         print(f"info  lab 08b kernel (tflearn-legacy): {_legacy_kernel()}")
+        print("{:<6}local Slurm cluster (lesson 07): {}".format(*_slurm_cluster()))
         _memory_report(env)
     except Exception as err:  # any failure is the instructor's answer: say it plainly
         print(f"FAIL  {type(err).__name__}: {err}", file=sys.stderr)
@@ -130,6 +133,25 @@ def _legacy_kernel() -> str:
         [jupyter, "kernelspec", "list"], capture_output=True, text=True, timeout=60
     )
     return "installed" if "tflearn-legacy" in listing.stdout else "missing (make legacy-env)"
+
+
+def _slurm_cluster(nodes: int = 2) -> tuple[str, str]:
+    """("ok" or "warn", why): can lesson 07 start its ``nodes``-node Slurm cluster here?"""
+    from .cluster import slurm
+
+    missing = slurm.missing_programs()
+    if missing:
+        return "warn", (
+            f"Slurm is not installed (no {', '.join(missing)}): lesson 07 shows its scripts "
+            f"without running them. As root on Debian or Ubuntu: {slurm.INSTALL_COMMAND}"
+        )
+    try:
+        with slurm.LocalSlurm(nodes=nodes, timeout=30) as cluster:
+            seconds = cluster.start_seconds
+        return "ok", f"{nodes} nodes came up idle in {seconds:.1f} s and stopped"
+    except Exception as err:  # a reason, not a crash: the rest of the course runs without it
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        return "warn", f"installed, but {nodes} nodes did not start: {type(err).__name__}: {first}"
 
 
 def _give_up(timeout: float) -> None:
