@@ -25,7 +25,7 @@ PIP_FLAGS := -q --disable-pip-version-check
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 .PHONY: test test-unit test-browser test-nbval-solutions unit notebooks run-all run-all-exercises run-all-oldest course lab doctor \
-	lint format exercises env legacy-env oldest-env browser-deps network-deps soak soak-lab clean
+	lint format exercises env legacy-env oldest-env browser-deps network-deps slurm-deps soak soak-lab clean
 
 env: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
@@ -57,6 +57,7 @@ $(OLDEST)/.installed: requirements/oldest.txt
 # prerequisite with a recipe runs again in every job, and make starts later jobs meanwhile).
 CHROMIUM_BINS := /usr/bin/chromium /usr/bin/chromedriver
 IPROUTE_BINS := $(or $(shell command -v ip),/usr/sbin/ip) $(or $(shell command -v tc),/usr/sbin/tc)
+SLURM_BINS := /usr/sbin/slurmctld /usr/sbin/munged
 
 # The real-browser test drives Debian's chromium through chromedriver.
 browser-deps: $(CHROMIUM_BINS)
@@ -73,6 +74,14 @@ $(IPROUTE_BINS) &: | $(CHROMIUM_BINS)
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 		iproute2 >/dev/null
 
+# Lesson 07 starts a local multi-node Slurm cluster (Debian's slurm-wlm and munge). After
+# iproute2, which comes after chromium: one apt-get at a time.
+slurm-deps: $(SLURM_BINS)
+$(SLURM_BINS) &: | $(IPROUTE_BINS)
+	@echo "== installing slurm-wlm and munge (apt)"
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		slurm-wlm munge >/dev/null
+
 # The environments install side by side (downloads and unpacking: they wait on the network
 # and the disk, not on each other). Then the six test jobs run two at a time, longest first
 # (make -j2 hands a free slot to the next job in the list; output grouped per job, -Oline):
@@ -88,12 +97,12 @@ TEST_JOBS := course run-all-oldest test-unit test-browser test-nbval-solutions r
 
 test:
 	@$(TIMED) "environments and chromium" $(MAKE) --no-print-directory -j4 \
-		env legacy-env oldest-env browser-deps network-deps
+		env legacy-env oldest-env browser-deps network-deps slurm-deps
 	@$(TIMED) "lint" sh -c '$(BIN)/ruff format --check . && $(BIN)/ruff check .'
 	@$(TIMED) "the test jobs, two at a time" $(MAKE) --no-print-directory -j2 -Oline \
 		COURSE_JOBS=1 $(TEST_JOBS)
 
-test-unit: env legacy-env $(IPROUTE_BINS)
+test-unit: env legacy-env $(IPROUTE_BINS) $(SLURM_BINS)
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: unit tests" $(BIN)/python -m pytest -q tests \
 		--ignore=tests/test_browser.py --durations=15 -p no:randomly
 
