@@ -17,6 +17,8 @@ import pytest
 
 from tflearn_helpers.cluster import port_is_listening, processes, slurm
 
+# A job that runs until stopped: one sleep task on each of two nodes
+SLEEPER = ["sbatch", "--parsable", "-N2", "--output=/dev/null", "--wrap", "srun sleep 120"]
 needs_slurm = pytest.mark.skipif(
     bool(slurm.missing_programs()), reason=f"Slurm is not installed ({slurm.INSTALL_COMMAND})"
 )
@@ -34,11 +36,16 @@ def _ours(folder, conf) -> list[str]:
     """Live processes of one cluster: its daemons (the folder in their command line) and
     anything carrying its SLURM_CONF (slurmstepd, job tasks, clients); zombies are gone."""
     found = []
-    for proc in psutil.process_iter(["cmdline", "environ", "status"]):
+    tag = f"SLURM_CONF={conf}\0".encode()  # read raw: slurmstepd blanks the start of its block
+    for proc in psutil.process_iter(["cmdline", "status"]):
         if proc.info["status"] == psutil.STATUS_ZOMBIE or proc.pid == os.getpid():
             continue
+        try:
+            environ = Path(f"/proc/{proc.pid}/environ").read_bytes() + b"\0"
+        except OSError:
+            environ = b""
         cmdline = " ".join(proc.info["cmdline"] or [])
-        if str(folder) in cmdline or (proc.info["environ"] or {}).get("SLURM_CONF") == conf:
+        if str(folder) in cmdline or tag in environ:
             found.append(f"{proc.pid}: {cmdline[:120]}")
     return found
 
@@ -123,7 +130,7 @@ def test_slurm_cluster_resolver_sees_two_workers_on_two_hosts(cluster):
 @needs_slurm
 def test_exit_stops_everything_with_a_job_still_running():
     with slurm.LocalSlurm(nodes=2) as c:
-        job = c.run(["sbatch", "--parsable", "-N2", "--wrap", "srun sleep 120"]).stdout.strip()
+        job = c.run(SLEEPER).stdout.strip()
         processes.wait_until(lambda: c.job_state(job) == "RUNNING", 30, "the job to run")
         processes.wait_until(
             lambda: sum("sleep 120" in p for p in _ours(c.folder, str(c.conf))) >= 2,
@@ -138,6 +145,23 @@ def test_exit_stops_everything_with_a_job_still_running():
 
 
 @needs_slurm
+def test_without_pid_namespaces_exit_still_ends_the_jobs(monkeypatch):
+    """Where unshare cannot make a PID namespace, exit kills what carries the cluster's
+    SLURM_CONF: each slurmstepd and job task (a killed owner has no such guarantee)."""
+    monkeypatch.setattr(slurm, "_pid_namespaces", lambda: False)
+    with slurm.LocalSlurm(nodes=2) as c:
+        assert not any("unshare" in " ".join(d.command) for d in c.daemons.values())
+        c.run(SLEEPER)
+        processes.wait_until(
+            lambda: sum("sleep 120" in p for p in _ours(c.folder, str(c.conf))) >= 2,
+            30,
+            "a sleep task on each node",
+        )
+        folder, conf, ports = c.folder, str(c.conf), c.ports
+    _nothing_left(folder, conf, ports, timeout=5)
+
+
+@needs_slurm
 def test_a_killed_owner_leaves_nothing_behind(tmp_path):
     """kill -9 of the Python that owns a cluster (a killed kernel): its daemons, the job's
     slurmstepd and tasks, its ports and its folder all go."""
@@ -147,13 +171,14 @@ def test_a_killed_owner_leaves_nothing_behind(tmp_path):
             """
             import json, sys, time
             from tflearn_helpers.cluster import processes, slurm
+            SLEEPER = {sleeper!r}
             c = slurm.LocalSlurm(nodes=2).start()
-            job = c.run(["sbatch", "--parsable", "-N2", "--wrap", "srun sleep 120"]).stdout.strip()
+            job = c.run(SLEEPER).stdout.strip()
             processes.wait_until(lambda: c.job_state(job) == "RUNNING", 30, "the job to run")
             print(json.dumps([str(c.folder), str(c.conf), c.ports]), flush=True)
             time.sleep(120)
             """
-        )
+        ).replace("{sleeper!r}", repr(SLEEPER))
     )
     proc = subprocess.Popen(
         [sys.executable, str(owner)], stdout=subprocess.PIPE, text=True, env=os.environ.copy()

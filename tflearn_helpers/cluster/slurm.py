@@ -10,7 +10,9 @@ idle. ``cluster.env`` is what a program needs to call ``sbatch``, ``srun``, ``sq
 Teardown is certain: on exit the daemons stop, their ports close and the folder goes. Each
 ``slurmd`` is the first process of its own PID namespace, so when it ends the kernel ends
 every ``slurmstepd`` and job task it started; a killed kernel takes the daemons with it
-(``processes.start``) and a small watcher removes the folder. The nodes share this machine's
+(``processes.start``) and a small watcher removes the folder. Where ``unshare`` cannot make
+a PID namespace, exit still kills every process that carries the cluster's ``SLURM_CONF``,
+but a killed kernel may leave a running job's processes behind. The nodes share this machine's
 loopback: they are real Slurm nodes to the scheduler, but not separate hosts on a network,
 so they cannot show link speed between nodes, and two tasks on two nodes cannot listen on
 the same port (``SlurmClusterResolver`` gives every node the same ``port_base``).
@@ -327,14 +329,22 @@ def _kill_strays(conf: str) -> None:
     ``slurmstepd`` or job task without PID namespaces, a Slurm client left waiting."""
     import psutil
 
-    for proc in psutil.process_iter(["name", "environ"]):
-        environ = proc.info["environ"] or {}
-        job = "SLURM_JOB_ID" in environ or proc.info["name"] in _CLIENTS
-        if environ.get("SLURM_CONF") == conf and job and proc.pid != os.getpid():
+    for proc in psutil.process_iter(["name"]):
+        environ = _environ(proc.pid)  # raw: slurmstepd blanks the start of its block
+        job = b"\0SLURM_JOB_ID=" in environ or proc.info["name"] in _CLIENTS
+        if f"\0SLURM_CONF={conf}\0".encode() in environ and job and proc.pid != os.getpid():
             try:
                 proc.kill()
             except psutil.Error:
                 pass
+
+
+def _environ(pid: int) -> bytes:
+    """A process's environment block as it is now (b"" if unreadable), wrapped in NULs."""
+    try:
+        return b"\0" + Path(f"/proc/{pid}/environ").read_bytes() + b"\0"
+    except OSError:
+        return b""
 
 
 def _listening(port: int) -> bool:
