@@ -19,6 +19,7 @@ from tflearn_helpers.cluster import port_is_listening, processes, slurm
 
 # A job that runs until stopped: one sleep task on each of two nodes
 SLEEPER = ["sbatch", "--parsable", "-N2", "--output=/dev/null", "--wrap", "srun sleep 120"]
+TASK = ("sleep 120", "/usr/bin/sleep 120", "/bin/sleep 120")  # its tasks, not its srun
 needs_slurm = pytest.mark.skipif(
     bool(slurm.missing_programs()), reason=f"Slurm is not installed ({slurm.INSTALL_COMMAND})"
 )
@@ -50,6 +51,11 @@ def _ours(folder, conf) -> list[str]:
     return found
 
 
+def _tasks(folder, conf) -> int:
+    """How many of SLEEPER's tasks run now (its srun processes not counted)."""
+    return sum(found.split(": ", 1)[1].startswith(TASK) for found in _ours(folder, conf))
+
+
 def _nothing_left(folder, conf, ports, timeout=15.0) -> None:
     def clean():
         return not _ours(folder, conf) and not any(
@@ -68,7 +74,8 @@ def test_every_node_comes_up_idle_on_its_own_port(cluster):
     conf = cluster.conf.read_text()
     for node, port in zip(cluster.node_names, cluster.ports[1:], strict=True):
         assert f"NodeName={node} " in conf and f"Port={port} " in conf
-        assert port_is_listening(f"127.0.0.1:{port}")
+        assert f"NodeAddr={cluster.addresses[node]} " in conf
+        assert port_is_listening(f"{cluster.addresses[node]}:{port}")
     assert len(set(cluster.ports)) == 3 and 6817 not in cluster.ports
     assert "CPUs=1 " in conf and "ProctrackType=proctrack/linuxproc" in conf
     assert cluster.start_seconds < 30
@@ -101,8 +108,41 @@ def test_sbatch_runs_a_batch_script_on_two_nodes(cluster, tmp_path):
 
 
 @needs_slurm
+def test_on_a_private_network_two_nodes_are_two_hosts(cluster):
+    """Each node its own address: a task on each node listens on the same port and reaches
+    the other by its node name (on a shared loopback the second bind would fail)."""
+    if cluster.network != "private":
+        pytest.skip(f"no private network here (root, ip, nsenter, unshare): {cluster.network}")
+    assert len(set(cluster.addresses.values())) == 2
+    code = textwrap.dedent(
+        """
+        import os, socket, time
+        me, port = int(os.environ["SLURM_PROCID"]), 18888
+        server = socket.create_server(("", port))
+        other = "node%d" % (2 - me)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                peer = socket.create_connection((other, port), timeout=2).getpeername()[0]
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        print(os.environ["SLURMD_NODENAME"], "reached", other, "at", peer, flush=True)
+        time.sleep(2)  # stay up until the other task has reached this one
+        """
+    )
+    done = cluster.run(["srun", "-N2", "-n2", sys.executable, "-c", code], timeout=60)
+    lines = sorted(done.stdout.splitlines())
+    a, b = cluster.addresses["node1"], cluster.addresses["node2"]
+    assert lines == [f"node1 reached node2 at {b}", f"node2 reached node1 at {a}"], done
+
+
+@needs_slurm
 def test_slurm_cluster_resolver_sees_two_workers_on_two_hosts(cluster):
-    """TensorFlow's SlurmClusterResolver, in each task of an srun step (one TF import each).
+    """TensorFlow's SlurmClusterResolver, in each task of an srun step (one TF import each);
+    on a private network, MultiWorkerMirroredStrategy built from it all-reduces across them.
 
     On a CPU machine it needs GPU numbers: left out, it runs nvidia-smi (absent: an error);
     gpus_per_node=0 divides by zero; and a node gets at most gpus_per_node // gpus_per_task
@@ -116,24 +156,37 @@ def test_slurm_cluster_resolver_sees_two_workers_on_two_hosts(cluster):
             gpus_per_node=1, gpus_per_task=1, auto_set_gpu=False
         )
         spec = resolver.cluster_spec().as_dict()
-        node = os.environ["SLURMD_NODENAME"]
-        print(json.dumps({"spec": spec, "task": resolver.task_id, "node": node}))
+        report = {"spec": spec, "task": resolver.task_id, "node": os.environ["SLURMD_NODENAME"]}
+        if PRIVATE:  # two servers on node1:8888 and node2:8888: only where they are two hosts
+            strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
+            mine = strategy.run(lambda: tf.constant(resolver.task_id + 1.0))
+            report["sum"] = float(strategy.reduce("SUM", mine, axis=None))
+        print(json.dumps(report), flush=True)
         """
-    )
+    ).replace("PRIVATE", str(cluster.network == "private"))
     done = cluster.run(["srun", "-N2", "-n2", sys.executable, "-c", code], timeout=240)
     reports = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert len(reports) == 2, done.stdout + done.stderr[-2000:]
     assert all(r["spec"] == {"worker": ["node1:8888", "node2:8888"]} for r in reports)
     assert sorted((r["task"], r["node"]) for r in reports) == [(0, "node1"), (1, "node2")]
+    if cluster.network == "private":
+        assert [r["sum"] for r in reports] == [3.0, 3.0]  # 1 + 2, on both workers
+
+
+def _links() -> set[str]:
+    """This machine's network interfaces (a private network adds one while it runs)."""
+    return set(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") else set()
 
 
 @needs_slurm
 def test_exit_stops_everything_with_a_job_still_running():
+    links = _links()
     with slurm.LocalSlurm(nodes=2) as c:
+        assert (len(_links() - links) == 1) == (c.network == "private")
         job = c.run(SLEEPER).stdout.strip()
         processes.wait_until(lambda: c.job_state(job) == "RUNNING", 30, "the job to run")
         processes.wait_until(
-            lambda: sum("sleep 120" in p for p in _ours(c.folder, str(c.conf))) >= 2,
+            lambda: _tasks(c.folder, str(c.conf)) >= 2,
             30,
             "a sleep task on each node",
         )
@@ -142,6 +195,7 @@ def test_exit_stops_everything_with_a_job_still_running():
         assert {"munged", "slurmctld", "slurmd", "slurmstepd"} <= daemons
         folder, conf, ports = c.folder, str(c.conf), c.ports
     _nothing_left(folder, conf, ports, timeout=5)
+    assert _links() == links
 
 
 @needs_slurm
@@ -151,9 +205,10 @@ def test_without_pid_namespaces_exit_still_ends_the_jobs(monkeypatch):
     monkeypatch.setattr(slurm, "_pid_namespaces", lambda: False)
     with slurm.LocalSlurm(nodes=2) as c:
         assert not any("unshare" in " ".join(d.command) for d in c.daemons.values())
+        assert c.network == "loopback" and set(c.addresses.values()) == {"127.0.0.1"}
         c.run(SLEEPER)
         processes.wait_until(
-            lambda: sum("sleep 120" in p for p in _ours(c.folder, str(c.conf))) >= 2,
+            lambda: _tasks(c.folder, str(c.conf)) >= 2,
             30,
             "a sleep task on each node",
         )
@@ -180,24 +235,47 @@ def test_a_killed_owner_leaves_nothing_behind(tmp_path):
             """
         ).replace("{sleeper!r}", repr(SLEEPER))
     )
+    links = _links()
     proc = subprocess.Popen(
         [sys.executable, str(owner)], stdout=subprocess.PIPE, text=True, env=os.environ.copy()
     )
     try:
         folder, conf, ports = json.loads(proc.stdout.readline())
         processes.wait_until(
-            lambda: sum("sleep 120" in p for p in _ours(folder, conf)) >= 2, 30, "the job's tasks"
+            lambda: _tasks(folder, conf) >= 2,
+            30,
+            "the job's tasks",
         )
     finally:
         proc.kill()
         proc.wait(10)
     _nothing_left(Path(folder), conf, ports, timeout=20)
+    processes.wait_until(lambda: _links() == links, 10, "the private network's link to go")
 
 
 def test_slurm_not_installed_says_the_apt_line(monkeypatch):
     monkeypatch.setattr(slurm, "_which", lambda program: None)
     with pytest.raises(slurm.SlurmNotInstalledError, match="apt-get install slurm-wlm munge"):
         slurm.LocalSlurm(nodes=1)
+
+
+@needs_slurm
+def test_a_private_network_that_fails_falls_back_to_loopback_or_raises(monkeypatch):
+    def broken(self):
+        raise OSError("ip link add: Operation not permitted")
+
+    monkeypatch.setattr(slurm.slurm_network.NodeNetwork, "start", broken)
+    with slurm.LocalSlurm(nodes=2) as c:  # "auto": the loopback, and it works
+        assert c.network == "loopback" and c.node_states() == {"node1": "idle", "node2": "idle"}
+    c = slurm.LocalSlurm(nodes=2, network="private")
+    with pytest.raises(OSError, match="Operation not permitted"):
+        c.start()
+    assert not c.daemons and not c.folder.exists()
+
+
+def test_a_network_is_auto_private_or_loopback():
+    with pytest.raises(ValueError, match="network must be one of"):
+        slurm.LocalSlurm(nodes=1, network="ethernet")
 
 
 @pytest.mark.parametrize("nodes", [0, -1, 1.5, "2"])

@@ -147,8 +147,8 @@ def _slurm_cluster(nodes: int = 2) -> tuple[str, str]:
         )
     try:
         with slurm.LocalSlurm(nodes=nodes, timeout=30) as cluster:
-            seconds = cluster.start_seconds
-        return "ok", f"{nodes} nodes came up idle in {seconds:.1f} s and stopped"
+            seconds, network = cluster.start_seconds, cluster.network
+        return "ok", f"{nodes} nodes ({network} network) came up idle in {seconds:.1f} s, stopped"
     except Exception as err:  # a reason, not a crash: the rest of the course runs without it
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
         return "warn", f"installed, but {nodes} nodes did not start: {type(err).__name__}: {first}"

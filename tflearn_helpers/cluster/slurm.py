@@ -7,15 +7,20 @@ idle. ``cluster.env`` is what a program needs to call ``sbatch``, ``srun``, ``sq
 ``scontrol`` on it (``SLURM_CONF``; the munge socket is named in that file);
 ``cluster.run(cmd)`` runs one such command with a timeout.
 
+Networks: as root, each node is a host of its own (``network="private"``, chosen by
+``"auto"``): its ``slurmd``, steps and tasks live in a network namespace with one address on a
+bridge that this machine joins (:mod:`.slurm_network`), and the node names resolve there. So
+``SlurmClusterResolver``'s ``node1:8888`` and ``node2:8888`` are two servers on one port, as
+on a real cluster. Otherwise (``"loopback"``) the nodes share this machine's loopback: real
+nodes to the scheduler, but two tasks on two nodes cannot listen on the same port and the
+node names do not resolve. Either way they share the cores and the memory of one machine.
+
 Teardown is certain: on exit the daemons stop, their ports close and the folder goes. Each
 ``slurmd`` is the first process of its own PID namespace, so when it ends the kernel ends
-every ``slurmstepd`` and job task it started; a killed kernel takes the daemons with it
-(``processes.start``) and a small watcher removes the folder. Where ``unshare`` cannot make
-a PID namespace, exit still kills every process that carries the cluster's ``SLURM_CONF``,
-but a killed kernel may leave a running job's processes behind. The nodes share this machine's
-loopback: they are real Slurm nodes to the scheduler, but not separate hosts on a network,
-so they cannot show link speed between nodes, and two tasks on two nodes cannot listen on
-the same port (``SlurmClusterResolver`` gives every node the same ``port_base``).
+every ``slurmstepd`` and job task it started; a killed kernel takes the daemons and the
+network with it (``processes.start``) and a small watcher removes the folder. Where
+``unshare`` cannot make a PID namespace, exit still kills every process that carries the
+cluster's ``SLURM_CONF``, but a killed kernel may leave a running job's processes behind.
 Tested as root on Debian 12 (Slurm 22.05).
 """
 
@@ -34,7 +39,7 @@ from pathlib import Path
 import portpicker
 
 from .. import validate
-from . import processes
+from . import processes, slurm_network
 
 __all__ = ["INSTALL_COMMAND", "LocalSlurm", "SlurmNotInstalledError", "missing_programs"]
 
@@ -44,6 +49,8 @@ _PROGRAMS = ("munged", "slurmctld", "slurmd", "slurmstepd", "sinfo", "srun", "sb
 _SBIN = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _FINISHED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
              "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}  # fmt: skip
+_NETWORKS = ("auto", "private", "loopback")
+_ISOLATE = ["--pid", "--fork", "--mount-proc", "--kill-child"]  # unshare: a PID namespace
 _CLIENTS = {"srun", "sbatch", "salloc", "sinfo", "squeue", "scontrol", "scancel", "slurmstepd"}
 # Waits for the owner to go (its end of a pipe closes), then for the daemons, then removes
 # the folder. The [/] keeps grep from finding its own command line.
@@ -70,7 +77,7 @@ def missing_programs() -> list[str]:
 def _pid_namespaces() -> bool:
     """Whether ``unshare`` can give a process its own PID namespace here."""
     unshare = _which("unshare")
-    command = [unshare, "--pid", "--fork", "--mount-proc", "--kill-child", "true"]
+    command = [unshare, *_ISOLATE, "true"]
     try:
         return (
             bool(unshare)
@@ -121,13 +128,14 @@ class LocalSlurm:
 
     ``cpus_per_node`` defaults to this machine's cores divided among the nodes (at least
     one each; more nodes than cores is an error). ``port`` (controller) and ``node_ports``
-    default to free ports. ``extra_config`` is appended to ``slurm.conf``. ``timeout``
-    bounds the start. Attributes once started: ``env``, ``conf``, ``folder``,
-    ``node_names``, ``ports``, ``start_seconds``.
+    default to free ports. ``network``: "auto", "private" or "loopback" (see the module).
+    ``extra_config`` is appended to ``slurm.conf``. ``timeout`` bounds the start.
+    Attributes once started: ``env``, ``conf``, ``folder``, ``node_names``, ``ports``,
+    ``network`` (the one it got), ``addresses`` (node name -> address), ``start_seconds``.
     """
 
     def __init__(self, nodes=2, *, cpus_per_node=None, port=None, node_ports=None,
-                 extra_config: str = "", timeout: float = 30.0):  # fmt: skip
+                 network: str = "auto", extra_config: str = "", timeout: float = 30.0):  # fmt: skip
         self.nodes = validate.whole_number("nodes", nodes, minimum=1)
         cores = _cores()
         if self.nodes > cores:
@@ -153,6 +161,9 @@ class LocalSlurm:
         self.env: dict[str, str] = {}
         self.start_seconds: float | None = None
         self._watcher = None
+        if network not in _NETWORKS:
+            raise ValueError(f"network must be one of {_NETWORKS}, got {network!r}")
+        self.network, self.addresses, self._net = network, {}, None
 
     # -- starting ---------------------------------------------------------------
     def start(self) -> LocalSlurm:
@@ -164,6 +175,7 @@ class LocalSlurm:
         self.folder.chmod(0o755)  # munged wants its socket's folders open to all (x)
         self._watch()
         try:
+            self._network()
             self.conf = self._write_files()
             self.env = {"SLURM_CONF": str(self.conf)}
             self._start_daemons()
@@ -173,6 +185,21 @@ class LocalSlurm:
             raise
         self.start_seconds = time.perf_counter() - began
         return self
+
+    def _network(self) -> None:
+        """A namespace and address per node where possible ("auto"), else the loopback."""
+        wanted = self.network != "loopback" and _pid_namespaces()
+        if wanted and slurm_network.NodeNetwork.available():
+            try:
+                self._net = slurm_network.NodeNetwork(self.nodes).start()
+            except OSError:
+                if self.network == "private":
+                    raise
+        elif self.network == "private":
+            raise OSError("a private network needs root, ip (iproute2), nsenter and unshare")
+        self.network = "private" if self._net else "loopback"
+        where = self._net.addresses if self._net else ["127.0.0.1"] * self.nodes
+        self.addresses = dict(zip(self.node_names, where, strict=True))
 
     def _watch(self) -> None:
         """Start the watcher that removes the folder once this process and the daemons are
@@ -193,13 +220,17 @@ class LocalSlurm:
             (self.folder / name).mkdir(parents=True)
         conf = self.folder / "slurm.conf"
         conf.write_text(self._config())
+        if self._net:
+            hosts = self._net.hosts(self.node_names, _host())
+            (self.folder / "hosts").write_text(hosts)
         return conf
 
     def _config(self) -> str:
-        f, host = self.folder, socket.gethostname().split(".")[0]
+        f, host = self.folder, _host()
+        controller = self._net.host_address if self._net else "127.0.0.1"
         user = "root" if os.geteuid() == 0 else _user()
         lines = [
-            "ClusterName=tflearn", f"SlurmctldHost={host}(127.0.0.1)",
+            "ClusterName=tflearn", f"SlurmctldHost={host}({controller})",
             f"SlurmctldPort={self.ports[0]}", f"SlurmUser={user}", f"SlurmdUser={user}",
             "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={f}/munge.socket",
             "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none",
@@ -212,16 +243,16 @@ class LocalSlurm:
             f"SlurmctldLogFile={f}/slurmctld.log", f"SlurmdLogFile={f}/slurmd-%n.log",
         ]  # fmt: skip
         lines += [
-            f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} "
+            f"NodeName={node} NodeHostname={host} NodeAddr={self.addresses[node]} Port={port} "
             f"CPUs={self.cpus_per_node} State=UNKNOWN"
             for node, port in zip(self.node_names, self.ports[1:], strict=True)
         ]
         lines.append("PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
         return "\n".join(lines) + "\n" + self.extra_config.strip() + "\n"
 
-    def _daemon(self, name: str, command: list[str]) -> processes.Child:
+    def _daemon(self, name: str, command: list[str], **options) -> processes.Child:
         child = processes.start(
-            command, log_path=self.folder / f"{name}.out", name=name, env=self.env
+            command, log_path=self.folder / f"{name}.out", name=name, env=self.env, **options
         )
         self.daemons[name] = child
         return child
@@ -233,10 +264,15 @@ class LocalSlurm:
             f"--pid-file={f}/munged.pid", f"--seed-file={f}/munged.seed"])  # fmt: skip
         munged.wait_until((f / "munge.socket").exists, self.timeout, "munged's socket")
         self._daemon("slurmctld", [_which("slurmctld"), "-D", "-f", conf])
-        isolate = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
-        for node in self.node_names:
-            prefix = [_which("unshare"), *isolate[1:]] if _pid_namespaces() else []
-            self._daemon(node, [*prefix, _which("slurmd"), "-D", "-N", node, "-f", conf])
+        for index, node in enumerate(self.node_names):
+            command = [_which("slurmd"), "-D", "-N", node, "-f", conf]
+            if self._net:  # its own /etc/hosts, in its own mount namespace
+                bind = 'mount --bind "$0" /etc/hosts && exec "$@"'
+                command = ["sh", "-c", bind, str(f / "hosts"), *command]
+            if _pid_namespaces():
+                command = [_which("unshare"), *_ISOLATE, *command]
+            options = {"namespaces": self._net.namespace(index)} if self._net else {}
+            self._daemon(node, command, **options)
 
     def node_states(self) -> dict[str, str]:
         """Each node's state as ``sinfo`` reports it, e.g. {"node1": "idle", ...}."""
@@ -298,22 +334,26 @@ class LocalSlurm:
         if not self.daemons and self._watcher is None:
             return 0.0
         began = time.perf_counter()
-        for child in self.daemons.values():
-            child.send(signal.SIGTERM)  # SIGTERM to all at once, then wait for each
-        for child in reversed(self.daemons.values()):  # nodes first, munged last
-            child.stop(grace=grace)
-        if self.env:
-            _kill_strays(self.env["SLURM_CONF"])
-        processes.wait_until(
-            lambda: not any(_listening(p) for p in self.ports), 15, "the cluster's ports to close"
-        )
-        if self._watcher is not None:
-            os.close(self._pipe)
-            self._watcher.wait(timeout=20)
-            self._watcher = None
-        if self.folder is not None:
+        try:
+            for child in self.daemons.values():
+                child.send(signal.SIGTERM)  # SIGTERM to all at once, then wait for each
+            for child in reversed(self.daemons.values()):  # nodes first, munged last
+                child.stop(grace=grace)
+            if self.env:
+                _kill_strays(self.env["SLURM_CONF"])
+            processes.wait_until(
+                lambda: not any(map(_listening, self.ports)), 15, "the cluster's ports to close"
+            )
+        finally:  # the network, the watcher and the folder go even if a port stays open
+            self.daemons = {}
+            if self._net is not None:
+                self._net, net = None, self._net
+                net.close()
+            if self._watcher is not None:
+                os.close(self._pipe)
+                self._watcher, watcher = None, self._watcher
+                watcher.wait(timeout=20)
             shutil.rmtree(self.folder, ignore_errors=True)
-        self.daemons = {}
         return time.perf_counter() - began
 
     def __enter__(self) -> LocalSlurm:
@@ -326,17 +366,25 @@ class LocalSlurm:
 
 def _kill_strays(conf: str) -> None:
     """Kill what outlived the daemons and points at this cluster (its ``SLURM_CONF``): a
-    ``slurmstepd`` or job task without PID namespaces, a Slurm client left waiting."""
+    ``slurmstepd`` or job task without PID namespaces, a Slurm client left waiting. Again
+    until a pass finds none: a step may start a task while the first pass runs."""
     import psutil
 
-    for proc in psutil.process_iter(["name"]):
-        environ = _environ(proc.pid)  # raw: slurmstepd blanks the start of its block
-        job = b"\0SLURM_JOB_ID=" in environ or proc.info["name"] in _CLIENTS
-        if f"\0SLURM_CONF={conf}\0".encode() in environ and job and proc.pid != os.getpid():
+    for _ in range(10):
+        found = []
+        for proc in psutil.process_iter(["name"]):
+            environ = _environ(proc.pid)  # raw: slurmstepd blanks the start of its block
+            job = b"\0SLURM_JOB_ID=" in environ or proc.info["name"] in _CLIENTS
+            if f"\0SLURM_CONF={conf}\0".encode() in environ and job and proc.pid != os.getpid():
+                found.append(proc)
+        for proc in found:
             try:
                 proc.kill()
             except psutil.Error:
                 pass
+        if not found:
+            return
+        time.sleep(0.1)
 
 
 def _environ(pid: int) -> bytes:
@@ -345,6 +393,10 @@ def _environ(pid: int) -> bytes:
         return b"\0" + Path(f"/proc/{pid}/environ").read_bytes() + b"\0"
     except OSError:
         return b""
+
+
+def _host() -> str:
+    return socket.gethostname().split(".")[0]
 
 
 def _listening(port: int) -> bool:
