@@ -202,7 +202,7 @@ def test_exit_stops_everything_with_a_job_still_running():
 def test_without_pid_namespaces_exit_still_ends_the_jobs(monkeypatch):
     """Where unshare cannot make a PID namespace, exit kills what carries the cluster's
     SLURM_CONF: each slurmstepd and job task (a killed owner has no such guarantee)."""
-    monkeypatch.setattr(slurm, "_pid_namespaces", lambda: False)
+    monkeypatch.setattr(slurm.slurm_isolation, "pid_namespaces", lambda: False)
     with slurm.LocalSlurm(nodes=2) as c:
         assert not any("unshare" in " ".join(d.command) for d in c.daemons.values())
         assert c.network == "loopback" and set(c.addresses.values()) == {"127.0.0.1"}
@@ -264,7 +264,7 @@ def test_a_private_network_that_fails_falls_back_to_loopback_or_raises(monkeypat
     def broken(self):
         raise OSError("ip link add: Operation not permitted")
 
-    monkeypatch.setattr(slurm.slurm_network.NodeNetwork, "start", broken)
+    monkeypatch.setattr(slurm.slurm_isolation.NodeNetwork, "start", broken)
     with slurm.LocalSlurm(nodes=2) as c:  # "auto": the loopback, and it works
         assert c.network == "loopback" and c.node_states() == {"node1": "idle", "node2": "idle"}
     c = slurm.LocalSlurm(nodes=2, network="private")

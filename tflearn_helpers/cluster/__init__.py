@@ -5,11 +5,22 @@
 program, stopped at kernel exit); the other modules are
 ``cluster.tf_config``, ``cluster.processes`` (with ``cluster.fork_server``: Python programs
 started as forks of a process that imported TensorFlow), ``cluster.events``, ``cluster.network`` (a
-shaped link, lesson 05), ``cluster.slurm`` (a local multi-node Slurm cluster, lesson 07),
-``cluster.kubernetes`` and ``cluster.tfjob`` (the legacy TFJob).
+shaped link, lesson 05), ``cluster.slurm`` (a local multi-node Slurm cluster, lesson 07; its
+nodes are kept apart by ``cluster.slurm_isolation``), ``cluster.kubernetes`` and
+``cluster.tfjob`` (the legacy TFJob).
 """
 
-from . import events, fork_server, kubernetes, network, processes, slurm, tf_config, tfjob
+from . import (
+    events,
+    fork_server,
+    kubernetes,
+    network,
+    processes,
+    slurm,
+    slurm_isolation,
+    tf_config,
+    tfjob,
+)
 from .local import (
     SECURITY_NOTE,
     LocalCluster,
@@ -32,6 +43,7 @@ __all__ = [
     "port_is_listening",
     "processes",
     "slurm",
+    "slurm_isolation",
     "start_process",
     "start_server",
     "tf_config",

@@ -9,7 +9,7 @@ idle. ``cluster.env`` is what a program needs to call ``sbatch``, ``srun``, ``sq
 
 Networks: as root, each node is a host of its own (``network="private"``, chosen by
 ``"auto"``): its ``slurmd``, steps and tasks live in a network namespace with one address on a
-bridge that this machine joins (:mod:`.slurm_network`), and the node names resolve there. So
+bridge that this machine joins (:mod:`.slurm_isolation`), and the node names resolve there. So
 ``SlurmClusterResolver``'s ``node1:8888`` and ``node2:8888`` are two servers on one port, as
 on a real cluster. Otherwise (``"loopback"``) the nodes share this machine's loopback: real
 nodes to the scheduler, but two tasks on two nodes cannot listen on the same port and the
@@ -26,7 +26,6 @@ Tested as root on Debian 12 (Slurm 22.05).
 
 from __future__ import annotations
 
-import functools
 import os
 import shlex
 import shutil
@@ -39,7 +38,7 @@ from pathlib import Path
 import portpicker
 
 from .. import validate
-from . import processes, slurm_network
+from . import processes, slurm_isolation
 
 __all__ = ["INSTALL_COMMAND", "LocalSlurm", "SlurmNotInstalledError", "missing_programs"]
 
@@ -50,14 +49,6 @@ _SBIN = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _FINISHED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
              "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}  # fmt: skip
 _NETWORKS = ("auto", "private", "loopback")
-_ISOLATE = ["--pid", "--fork", "--mount-proc", "--kill-child"]  # unshare: a PID namespace
-_CLIENTS = {"srun", "sbatch", "salloc", "sinfo", "squeue", "scontrol", "scancel", "slurmstepd"}
-# Waits for the owner to go (its end of a pipe closes), then for the daemons, then removes
-# the folder. The [/] keeps grep from finding its own command line.
-_WATCHER = r"""cat >/dev/null; n=0
-while [ $n -lt 100 ] && grep -qs "[/]${FOLDER#/}" /proc/[0-9]*/cmdline
-do sleep 0.1; n=$((n+1)); done
-rm -rf "$FOLDER" """
 
 
 class SlurmNotInstalledError(RuntimeError):
@@ -71,20 +62,6 @@ def _which(program: str) -> str | None:
 def missing_programs() -> list[str]:
     """The Slurm and munge programs this machine lacks (empty: all installed)."""
     return [program for program in _PROGRAMS if not _which(program)]
-
-
-@functools.cache
-def _pid_namespaces() -> bool:
-    """Whether ``unshare`` can give a process its own PID namespace here."""
-    unshare = _which("unshare")
-    command = [unshare, *_ISOLATE, "true"]
-    try:
-        return (
-            bool(unshare)
-            and subprocess.run(command, capture_output=True, timeout=10).returncode == 0
-        )
-    except (OSError, subprocess.SubprocessError):
-        return False
 
 
 def _cores() -> int:
@@ -173,7 +150,7 @@ class LocalSlurm:
         began = time.perf_counter()
         self.folder = processes.temporary_folder("tflearn-slurm-")
         self.folder.chmod(0o755)  # munged wants its socket's folders open to all (x)
-        self._watch()
+        self._watcher, self._pipe = slurm_isolation.watch_folder(self.folder)
         try:
             self._network()
             self.conf = self._write_files()
@@ -188,10 +165,10 @@ class LocalSlurm:
 
     def _network(self) -> None:
         """A namespace and address per node where possible ("auto"), else the loopback."""
-        wanted = self.network != "loopback" and _pid_namespaces()
-        if wanted and slurm_network.NodeNetwork.available():
+        wanted = self.network != "loopback" and slurm_isolation.pid_namespaces()
+        if wanted and slurm_isolation.NodeNetwork.available():
             try:
-                self._net = slurm_network.NodeNetwork(self.nodes).start()
+                self._net = slurm_isolation.NodeNetwork(self.nodes).start()
             except OSError:
                 if self.network == "private":
                     raise
@@ -200,17 +177,6 @@ class LocalSlurm:
         self.network = "private" if self._net else "loopback"
         where = self._net.addresses if self._net else ["127.0.0.1"] * self.nodes
         self.addresses = dict(zip(self.node_names, where, strict=True))
-
-    def _watch(self) -> None:
-        """Start the watcher that removes the folder once this process and the daemons are
-        gone (kernel killed included); it leaves as soon as ``close`` closes its pipe."""
-        read, self._pipe = os.pipe()
-        self._watcher = subprocess.Popen(
-            ["sh", "-c", _WATCHER], stdin=read, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, env={"FOLDER": str(self.folder), "PATH": _SBIN},
-            start_new_session=True,  # a kernel's process group killed whole spares it
-        )  # fmt: skip
-        os.close(read)
 
     def _write_files(self) -> Path:
         key = self.folder / "munge.key"
@@ -269,8 +235,8 @@ class LocalSlurm:
             if self._net:  # its own /etc/hosts, in its own mount namespace
                 bind = 'mount --bind "$0" /etc/hosts && exec "$@"'
                 command = ["sh", "-c", bind, str(f / "hosts"), *command]
-            if _pid_namespaces():
-                command = [_which("unshare"), *_ISOLATE, *command]
+            if slurm_isolation.pid_namespaces():
+                command = [*slurm_isolation.PID_NAMESPACE, *command]
             options = {"namespaces": self._net.namespace(index)} if self._net else {}
             self._daemon(node, command, **options)
 
@@ -340,7 +306,7 @@ class LocalSlurm:
             for child in reversed(self.daemons.values()):  # nodes first, munged last
                 child.stop(grace=grace)
             if self.env:
-                _kill_strays(self.env["SLURM_CONF"])
+                slurm_isolation.kill_strays(self.env["SLURM_CONF"])
             processes.wait_until(
                 lambda: not any(map(_listening, self.ports)), 15, "the cluster's ports to close"
             )
@@ -362,37 +328,6 @@ class LocalSlurm:
     def __exit__(self, *exc) -> bool:
         self.close()
         return False
-
-
-def _kill_strays(conf: str) -> None:
-    """Kill what outlived the daemons and points at this cluster (its ``SLURM_CONF``): a
-    ``slurmstepd`` or job task without PID namespaces, a Slurm client left waiting. Again
-    until a pass finds none: a step may start a task while the first pass runs."""
-    import psutil
-
-    for _ in range(10):
-        found = []
-        for proc in psutil.process_iter(["name"]):
-            environ = _environ(proc.pid)  # raw: slurmstepd blanks the start of its block
-            job = b"\0SLURM_JOB_ID=" in environ or proc.info["name"] in _CLIENTS
-            if f"\0SLURM_CONF={conf}\0".encode() in environ and job and proc.pid != os.getpid():
-                found.append(proc)
-        for proc in found:
-            try:
-                proc.kill()
-            except psutil.Error:
-                pass
-        if not found:
-            return
-        time.sleep(0.1)
-
-
-def _environ(pid: int) -> bytes:
-    """A process's environment block as it is now (b"" if unreadable), wrapped in NULs."""
-    try:
-        return b"\0" + Path(f"/proc/{pid}/environ").read_bytes() + b"\0"
-    except OSError:
-        return b""
 
 
 def _host() -> str:

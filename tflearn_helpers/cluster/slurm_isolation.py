@@ -1,26 +1,99 @@
-"""A private network for a local Slurm cluster's nodes (lesson 07): one host per node.
+"""How a local Slurm cluster keeps its nodes apart and leaves nothing behind (lesson 07).
 
-``NodeNetwork(nodes)`` gives each node its own network namespace, held open by a sleeping
-process, with one address on a bridge (10.R.0.11, .12, ...); the bridge lives in a namespace
-of its own, and this machine joins it as 10.R.0.1 through one veth pair. So two tasks on two
-nodes can listen on the same port, and a node's name resolves to its address inside the
-node (each node's ``/etc/hosts`` is a file bind-mounted in its own mount namespace). Every
-device lives in a namespace held by a child of this process: when the holders end (``close``,
-or a killed kernel through ``processes.start``) the kernel removes the bridge, the veths and
-this machine's end of the link. It needs root and ``ip`` (iproute2); ``available()`` says.
+``PID_NAMESPACE`` starts a program as the first process of its own PID namespace (when it
+ends, the kernel ends everything it started); ``pid_namespaces()`` says whether this machine
+allows it. ``NodeNetwork(nodes)`` gives each node its own network namespace, held open by a
+sleeping process, with one address on a bridge (10.R.0.11, .12, ...); the bridge lives in a
+namespace of its own, and this machine joins it as 10.R.0.1 through one veth pair. So two
+tasks on two nodes can listen on the same port, and a node's name resolves to its address
+inside the node (each node's ``/etc/hosts`` is a file bind-mounted in its own mount
+namespace). Every device lives in a namespace held by a child of this process: when the
+holders end (``close``, or a killed kernel through ``processes.start``) the kernel removes
+the bridge, the veths and this machine's end of the link. It needs root and ``ip``
+(iproute2); ``available()`` says. ``kill_strays(conf)`` ends what still points at a stopped
+cluster; ``watch_folder(folder)`` removes a folder once its owner and the daemons are gone.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import secrets
 import shutil
 import subprocess
+import time
+from pathlib import Path
 
 from . import processes
 
-__all__ = ["NodeNetwork"]
+__all__ = ["PID_NAMESPACE", "NodeNetwork", "kill_strays", "pid_namespaces", "watch_folder"]
+
+PID_NAMESPACE = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
+_CLIENTS = {"srun", "sbatch", "salloc", "sinfo", "squeue", "scontrol", "scancel", "slurmstepd"}
+# Waits for the owner to go (its end of a pipe closes), then for the daemons (the folder in
+# a command line), then removes the folder. The [/] keeps grep from finding itself.
+_WATCHER = r"""cat >/dev/null; n=0
+while [ $n -lt 100 ] && grep -qs "[/]${FOLDER#/}" /proc/[0-9]*/cmdline
+do sleep 0.1; n=$((n+1)); done
+rm -rf "$FOLDER" """
+
+
+@functools.cache
+def pid_namespaces() -> bool:
+    """Whether ``PID_NAMESPACE`` works here (root, or unprivileged user namespaces)."""
+    if not shutil.which("unshare"):
+        return False
+    try:
+        done = subprocess.run([*PID_NAMESPACE, "true"], capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def watch_folder(folder: Path) -> tuple[subprocess.Popen, int]:
+    """Start a watcher that removes ``folder`` once this process has gone (a killed kernel
+    included) and no process names the folder; the watcher and the pipe end to close (it
+    leaves at once when that closes)."""
+    read, write = os.pipe()
+    watcher = subprocess.Popen(
+        ["sh", "-c", _WATCHER], stdin=read, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, env={"FOLDER": str(folder), "PATH": "/usr/bin:/bin"},
+        start_new_session=True,  # a kernel's process group killed whole spares it
+    )  # fmt: skip
+    os.close(read)
+    return watcher, write
+
+
+def kill_strays(conf: str) -> None:
+    """Kill what outlived a cluster's daemons and points at it (``SLURM_CONF=conf``): a
+    ``slurmstepd`` or job task without PID namespaces, a Slurm client left waiting. Again
+    until a pass finds none: a step may start a task while the first pass runs."""
+    import psutil
+
+    for _ in range(10):
+        found = []
+        for proc in psutil.process_iter(["name"]):
+            environ = _environ(proc.pid)  # raw: slurmstepd blanks the start of its block
+            job = b"\0SLURM_JOB_ID=" in environ or proc.info["name"] in _CLIENTS
+            if f"\0SLURM_CONF={conf}\0".encode() in environ and job and proc.pid != os.getpid():
+                found.append(proc)
+        for proc in found:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        if not found:
+            return
+        time.sleep(0.1)
+
+
+def _environ(pid: int) -> bytes:
+    """A process's environment block as it is now (b"" if unreadable), wrapped in NULs."""
+    try:
+        return b"\0" + Path(f"/proc/{pid}/environ").read_bytes() + b"\0"
+    except OSError:
+        return b""
 
 
 def _ip(*args: str, inside: int | None = None) -> None:
