@@ -242,7 +242,7 @@ class LocalSlurm:
 
     def node_states(self) -> dict[str, str]:
         """Each node's state as ``sinfo`` reports it, e.g. {"node1": "idle", ...}."""
-        done = self.run(["sinfo", "--noheader", "--Node", "--format=%N %T"], check=False)
+        done = self.run(["sinfo", "--noheader", "--Node", "--format=%N %T"], 20, check=False)
         pairs = (line.split() for line in done.stdout.splitlines())
         return {pair[0]: pair[1] for pair in pairs if len(pair) == 2}
 
@@ -279,7 +279,7 @@ class LocalSlurm:
 
     def job_state(self, job_id) -> str:
         """A job's state from ``scontrol show job`` (e.g. PENDING, RUNNING, COMPLETED)."""
-        shown = self.run(["scontrol", "--oneliner", "show", "job", str(job_id)]).stdout
+        shown = self.run(["scontrol", "--oneliner", "show", "job", str(job_id)], 20).stdout
         fields = dict(f.split("=", 1) for f in shown.split() if "=" in f)
         return fields.get("JobState", "UNKNOWN")
 
