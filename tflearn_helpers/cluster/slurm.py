@@ -38,7 +38,7 @@ from pathlib import Path
 import portpicker
 
 from .. import validate
-from . import processes, slurm_isolation
+from . import child_setup, processes, slurm_isolation
 
 __all__ = ["INSTALL_COMMAND", "LocalSlurm", "SlurmNotInstalledError", "missing_programs"]
 
@@ -268,7 +268,7 @@ class LocalSlurm:
         args = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
         done = subprocess.run(
             args, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-            env={**os.environ, **self.env}, preexec_fn=processes.child_setup,  # dies with us
+            env={**os.environ, **self.env}, preexec_fn=child_setup.child_setup,  # dies with us
         )  # fmt: skip
         if check and done.returncode != 0:
             raise RuntimeError(
