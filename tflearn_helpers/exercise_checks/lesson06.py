@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import sharding
 from ..checks import exercise
 
 __all__ = ["zero1"]
@@ -20,7 +21,12 @@ def _local(strategy, variable):
 @exercise("06.1")
 def zero1(make_zero1, strategy, steps=3, lr=0.1, beta=0.9):
     """``make_zero1(strategy, w0, lr, beta) -> (params, momentum, update)``: momentum SGD
-    whose momentum is sharded 1/N per replica; ``update(grad)`` runs in ``strategy.run``."""
+    whose momentum is sharded 1/N per replica; ``update(grad)`` runs in ``strategy.run``.
+
+    Right weights are not enough: the step's traced graph may copy between devices at most
+    1.25x the bytes of plain data parallelism's all-reduce. A reduce-scatter and a direct
+    all-gather move 1x; with ``ReductionToOneDevice``'s ``all_gather`` (through one device)
+    1.25x at N = 2; any all-reduce of the whole gradient 1.5x or more."""
     import tensorflow as tf
 
     n = strategy.num_replicas_in_sync
@@ -36,8 +42,8 @@ def zero1(make_zero1, strategy, steps=3, lr=0.1, beta=0.9):
         return "each replica holds the whole optimizer state: ZeRO-1 keeps 1/N of it on each"
 
     @tf.function
-    def step(per_replica):
-        strategy.run(update, args=(per_replica,))
+    def step(per_replica):  # tf.identity places each gradient on its replica's device
+        strategy.run(lambda grad: update(tf.identity(grad)), args=(per_replica,))
 
     for k in range(steps):
         mine = strategy.experimental_distribute_values_from_function(
@@ -55,6 +61,14 @@ def zero1(make_zero1, strategy, steps=3, lr=0.1, beta=0.9):
         return (
             "the replicas' weights differ from plain data parallelism: does every replica "
             "use the gradient summed over all replicas, and get every shard back afterwards?"
+        )
+    moved = sum(b or 0 for *_, b in sharding.transfers(step.get_concrete_function(mine)))
+    plain = 2 * (n - 1) * w0.nbytes  # a ring all-reduce of the gradient, all replicas
+    if moved > 1.25 * plain:
+        return (
+            f"the weights are right, but the step copies {moved / plain:.2f}x the bytes of plain "
+            "data parallelism between devices: a replica needs only the sum of its own shard "
+            "of the gradients, not the whole sum"
         )
     return None
 
