@@ -49,8 +49,11 @@ class DevicePlan:
     @property
     def allreduce_algorithm(self) -> str:
         """The all-reduce MirroredStrategy uses on these devices (a name of
-        ``allreduce.ALGORITHMS``): "hierarchical_copy" between logical GPUs of one GPU,
-        where NCCL cannot run (tensorflow/tensorflow#40735), else the default "collective"."""
+        ``allreduce.ALGORITHMS``): "hierarchical_copy" between logical GPUs of one GPU, else
+        the default "collective". NCCL is not the alternative there: TensorFlow's default
+        already uses RING collectives between logical GPUs (``mirrored_strategy.py``,
+        ``_make_collective_ops_with_fallbacks``); hierarchical copy is plain copies through
+        one device, with no collective ops."""
         return "hierarchical_copy" if self.kind == "GPU" and self.simulated else "collective"
 
 
