@@ -39,8 +39,18 @@ def test_wrong_distributed_answers_get_hints():
         assert "returns None" in _evaluate("01.2", lambda *a: None, strategy).message
         assert "MirroredStrategy" in _evaluate("01.2", plain, "nope").message
 
-        def mean_per_replica(s, model, opt, b):
-            return mirrored.make_train_step(s, model, opt, b, "per_replica")
+        def mean_per_replica(s, model, opt, b):  # each replica's own mean, its whole penalty
+            loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True, reduction="none")
+
+            def replica(x, y):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_mean(loss_fn(y, model(x))) + tf.add_n(model.losses)
+                grads = tape.gradient(loss, model.trainable_variables)
+                opt.apply_gradients(zip(grads, model.trainable_variables))
+                return loss / s.num_replicas_in_sync
+
+            return tf.function(lambda batch: s.reduce("SUM", s.run(replica, args=batch), None))
 
         def no_penalty(s, model, opt, b):
             loss_fn = tf.keras.losses.SparseCategoricalCrossentropy(
@@ -73,7 +83,8 @@ def test_wrong_distributed_answers_get_hints():
         hint = _evaluate("01.3", mean_per_replica, strategy).message
         assert "2 times" in hint, hint
         assert "model.losses" in _evaluate("01.3", no_penalty, strategy).message
-        assert _evaluate("01.3", mirrored.make_train_step, strategy).ok
+        hint = _evaluate("01.3", mirrored.make_train_step, strategy).message
+        assert "course's own" in hint, hint  # the course's step is never the learner's
         assert "no function" in _evaluate("01.3", lambda *a: None, strategy).message
 
         def not_trained(s, x, y, b, epochs):
@@ -98,13 +109,18 @@ def test_wrong_distributed_answers_get_hints():
         assert "not mirrored" in _evaluate("01.4", no_scope, strategy).message
         assert "did not fall" in _evaluate("01.4", not_trained, strategy).message
         assert "two things" in _evaluate("01.4", lambda *a: 1, strategy).message
-        assert _evaluate("01.4", fits, strategy).ok, _evaluate("01.4", fits, strategy)
+        assert "course's own" in _evaluate("01.4", fits, strategy).message
 
-        lone = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
+        def lone(s, x, y):
+            return tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
+
+        def untrained(s, x, y):
+            with s.scope():
+                return tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
+
         assert "not mirrored" in _evaluate("01.5", lone, strategy).message
-        with strategy.scope():
-            untrained = tf.keras.Sequential([tf.keras.Input((20,)), tf.keras.layers.Dense(10)])
         assert "chance" in _evaluate("01.5", untrained, strategy).message
+        assert "return the model" in _evaluate("01.5", lambda s, x, y: 3, strategy).message
         answers = {"01.2": plain, "01.3": no_penalty, "01.4": fits, "01.5": lone}
         for later, answer in answers.items():
             waiting = _evaluate(later, answer, None)  # 01.1 still its stub: strategy = None

@@ -18,8 +18,11 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import sys
 import textwrap
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 __all__ = [
     "NOT_ATTEMPTED",
@@ -27,14 +30,17 @@ __all__ = [
     "WRONG",
     "attempted",
     "check",
+    "course_code",
     "exercise",
     "learner_source",
     "ready",
+    "watching",
 ]
 
 _REGISTRY: dict[str, object] = {}
 
 RIGHT, WRONG, NOT_ATTEMPTED = "right", "wrong", "not attempted"
+_PACKAGE = Path(__file__).resolve().parent
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,37 @@ def learner_source(answer, name: str) -> tuple[str | None, str | None]:
         return textwrap.dedent(inspect.getsource(answer)), None
     except (OSError, TypeError):
         return None, "define your function with `def` in a notebook cell, so its code can be read"
+
+
+def course_code(fn) -> bool:
+    """True when ``fn`` (or the Python function a ``tf.function`` wraps) is code of this
+    package: the course's own implementation is never the learner's answer."""
+    inner = getattr(fn, "python_function", fn)
+    code = getattr(inner, "__code__", None)
+    return code is not None and Path(code.co_filename).resolve().is_relative_to(_PACKAGE)
+
+
+@contextmanager
+def watching(*functions):
+    """Inside: calls of the package's ``functions`` made through their module (as in
+    ``mirrored.make_train_step(...)``) are recorded by name in the list it yields."""
+    called: list[str] = []
+    saved = [(sys.modules[fn.__module__], fn.__name__, fn) for fn in functions]
+
+    def spy(fn):
+        def recorded(*args, **kwargs):
+            called.append(fn.__name__)
+            return fn(*args, **kwargs)
+
+        return recorded
+
+    for module, name, fn in saved:
+        setattr(module, name, spy(fn))
+    try:
+        yield called
+    finally:
+        for module, name, fn in saved:
+            setattr(module, name, fn)
 
 
 def ready(exercise_id: str, *answers) -> bool:

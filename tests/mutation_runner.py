@@ -1,0 +1,140 @@
+"""Run a lesson's solution notebook cell by cell, with each check's mutations: run by
+tests/test_mutations.py in a fresh process (TensorFlow's devices are set up once per process).
+
+    python tests/mutation_runner.py NN OUT.json
+
+For each code cell that calls ``check("NN.k", ...)``, first every mutation of
+``exercise_checks/lessonNN.MUTATIONS["NN.k"]`` (the cell's text with one mistake put in) runs
+in a copy of the notebook's namespace, then the cell as the solution wrote it, which the
+cells after it build on. Then the exercise notebook's version of every cell (the stubs,
+unfilled) runs in a namespace of its own, and each solution cell runs once in a copy of it:
+an answer written while the earlier ones are not. Each run records the check's verdict and
+what the cells printed. Lines ending ``# SOLUTION ONLY`` are left out, as in the exercises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import itertools
+import json
+import linecache
+import re
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+from make_exercises import strip_code  # noqa: E402
+from nbtools import read  # noqa: E402
+
+CHECK_CALL = re.compile(r'\bcheck\("(\d+\.\d+)"')
+# checks that run the answer in fresh processes: their mutations run side by side
+FRESH_PROCESS_CHECKS = {"00.5"}
+_CELLS = itertools.count()
+
+
+def solution_cells(lesson: str) -> list[str]:
+    path = next((ROOT / "solutions").glob(f"{lesson}_*.ipynb"))
+    return [cell.source for cell in read(path).cells if cell.cell_type == "code"]
+
+
+def checked_id(source: str) -> str | None:
+    found = CHECK_CALL.search(source)
+    return found.group(1) if found else None
+
+
+def mutate(source: str, old: str, new: str) -> str:
+    """``source`` with its one occurrence of ``old`` replaced by ``new``."""
+    if source.count(old) != 1:
+        raise ValueError(f"the solution cell has {source.count(old)} copies of {old!r}, not 1")
+    return source.replace(old, new)
+
+
+def without_solution_only(source: str) -> str:
+    return "\n".join(
+        line for line in source.splitlines() if not line.rstrip().endswith("# SOLUTION ONLY")
+    )
+
+
+def python_of(source: str) -> str:
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return TransformerManager().transform_cell(source)
+
+
+def compiled(source: str):
+    """The cell's code, its text kept where ``inspect.getsource`` finds it (as IPython does)."""
+    code = python_of(source)
+    name = f"<cell-{next(_CELLS)}>"
+    linecache.cache[name] = (len(code), None, code.splitlines(keepends=True), name)
+    return compile(code, name, "exec")
+
+
+def run_cell(source: str, namespace: dict, capture: bool = True) -> dict:
+    """Run one cell; the verdict of the check it calls (if any), its output, its error."""
+    namespace.pop("result", None)
+    out, error = io.StringIO(), None
+    quiet = contextlib.redirect_stdout(out) if capture else contextlib.nullcontext()
+    with quiet:
+        try:
+            exec(compiled(source), namespace)
+        except Exception as err:  # a cell that raises is recorded, never fatal here
+            error = f"{type(err).__name__}: {err}"
+    result = namespace.get("result")
+    return {
+        "status": getattr(result, "status", None),
+        "message": getattr(result, "message", None),
+        "output": out.getvalue(),
+        "error": error,
+    }
+
+
+def run_mutations(exercise_id: str, source: str, table, namespace: dict) -> dict:
+    def one(mutation):
+        name, old, new = mutation
+        try:
+            mutated = without_solution_only(mutate(source, old, new))
+        except ValueError as err:
+            return name, {"status": None, "message": None, "output": "", "error": str(err)}
+        return name, run_cell(mutated, dict(namespace), capture=not parallel)
+
+    parallel = exercise_id in FRESH_PROCESS_CHECKS
+    if parallel:
+        with ThreadPoolExecutor(max(1, len(table))) as pool:
+            return dict(pool.map(one, table))
+    return dict(one(mutation) for mutation in table)
+
+
+def main(lesson: str, out_path: str) -> None:
+    table = importlib.import_module(f"tflearn_helpers.exercise_checks.lesson{lesson}").MUTATIONS
+    cells = solution_cells(lesson)
+    report = {"solution": {}, "mutations": {}, "outputs": [], "unfilled": {}, "filled_alone": {}}
+    namespace: dict = {}
+    for source in cells:
+        exercise_id = checked_id(source)
+        if exercise_id:
+            report["mutations"][exercise_id] = run_mutations(
+                exercise_id, source, table.get(exercise_id, []), namespace
+            )
+        run = run_cell(without_solution_only(source), namespace)
+        report["outputs"].append({"exercise": exercise_id, **run})
+        if exercise_id:
+            report["solution"][exercise_id] = run
+    stubs: dict = {}
+    for source in cells:
+        exercise_id = checked_id(source)
+        if exercise_id:
+            filled = without_solution_only(source)
+            report["filled_alone"][exercise_id] = run_cell(filled, dict(stubs))
+        run = run_cell(strip_code(source), stubs)
+        if exercise_id:
+            report["unfilled"][exercise_id] = run
+    Path(out_path).write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

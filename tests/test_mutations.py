@@ -1,0 +1,144 @@
+"""Each check against the wrong answers derived from its solution (its mutation table).
+
+``exercise_checks/lessonNN.MUTATIONS`` lists, per exercise, plausible mistakes as edits of
+the solution notebook's cell. tests/mutation_runner.py runs the lesson's solution cells in a
+fresh process, each mutated cell beside the right one; these tests read what it recorded:
+every mutation is answered "wrong" with a hint that does not give the answer away, every
+solution "right", the unfilled exercises "not attempted", and no cell shows a question's
+answer above it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mutation_runner import checked_id, mutate, solution_cells, strip_code
+
+from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG
+from tflearn_helpers.exercise_checks import lesson00, lesson01
+
+TABLES = {"00": lesson00.MUTATIONS, "01": lesson01.MUTATIONS}
+RUNNER = Path(__file__).with_name("mutation_runner.py")
+CASES = [
+    pytest.param(exercise_id, name, id=f"{exercise_id}: {name}")
+    for table in TABLES.values()
+    for exercise_id, mutations in table.items()
+    for name, _, _ in mutations
+]
+# What a hint or a printed output must never contain, beyond the solution's own lines: the
+# calls that are the answer, and (for the quick questions) the fact the question asks for.
+SECRETS = {
+    "00.1": ["list_logical_devices("],
+    "00.2": ["tf.device(", "tf.matmul", "linalg"],
+    "00.5": ["set_logical_device_configuration", "set_log_device_placement"],
+    "01.2": ["experimental_distribute_dataset", "distribute_datasets_from_function"],
+    "01.3": ["compute_average_loss", "scale_regularization_loss", "ReduceOp.SUM"],
+    "01.6": ["44.7", "4.472e+07", "44727"],
+}
+SHOWN_ABOVE = {  # printed before the question, these would answer it
+    "00.3": re.compile(r"kernel.*(CPU|GPU):\d"),
+    "01.6": re.compile(r"44\.7|4\.47e"),
+}
+
+
+@pytest.fixture(scope="session")
+def lesson_run(tmp_path_factory):
+    """The runner's record of a lesson (run once per test session, in its own process)."""
+    runs = {}
+
+    def run(lesson: str) -> dict:
+        if lesson not in runs:
+            out = tmp_path_factory.mktemp(f"mutations-{lesson}") / "run.json"
+            env = {**os.environ, "TFLEARN_SCALE": "smoke", "TF_CPP_MIN_LOG_LEVEL": "2"}
+            done = subprocess.run(
+                [sys.executable, str(RUNNER), lesson, str(out)],
+                capture_output=True,
+                text=True,
+                timeout=900,
+                env=env,
+            )
+            assert done.returncode == 0, done.stderr[-3000:]
+            runs[lesson] = json.loads(out.read_text())
+        return runs[lesson]
+
+    return run
+
+
+def _cell(exercise_id: str) -> str:
+    lesson = exercise_id.split(".")[0]
+    return next(s for s in solution_cells(lesson) if checked_id(s) == exercise_id)
+
+
+def _answer_lines(exercise_id: str) -> list[str]:
+    """The lines the learner writes (what the exercise notebook does not have)."""
+    source = _cell(exercise_id)
+    stub = set(strip_code(source).splitlines())
+    return [
+        line.strip()
+        for line in source.splitlines()
+        if line not in stub and len(line.strip()) > 12 and "SOLUTION" not in line
+    ]
+
+
+def _gives_away(exercise_id: str, text: str) -> list[str]:
+    secrets = _answer_lines(exercise_id) + SECRETS.get(exercise_id, [])
+    return [secret for secret in secrets if secret in text]
+
+
+@pytest.mark.parametrize("lesson", sorted(TABLES))
+def test_every_check_has_a_mutation_table_that_applies(lesson):
+    from tflearn_helpers import checks
+
+    registered = {k for k in checks._REGISTRY if k.startswith(lesson + ".")}
+    asked = {checked_id(s) for s in solution_cells(lesson)} - {None}
+    assert set(TABLES[lesson]) == registered == asked
+    for exercise_id, mutations in TABLES[lesson].items():
+        assert len(mutations) >= 3, exercise_id
+        names = [name for name, _, _ in mutations]
+        assert len(set(names)) == len(names), exercise_id
+        for name, old, new in mutations:
+            assert mutate(_cell(exercise_id), old, new) != _cell(exercise_id), name
+
+
+@pytest.mark.parametrize(("exercise_id", "name"), CASES)
+def test_mutation_is_answered_wrong_with_a_hint(lesson_run, exercise_id, name):
+    run = lesson_run(exercise_id.split(".")[0])["mutations"][exercise_id][name]
+    assert run["error"] is None, run["error"]  # the cell ran; the check said what is wrong
+    assert run["status"] == WRONG, run
+    assert run["message"] and len(run["message"]) > 20, run["message"]
+    assert not _gives_away(exercise_id, run["message"]), run["message"]
+
+
+@pytest.mark.parametrize("lesson", sorted(TABLES))
+def test_the_solutions_are_right(lesson_run, lesson):
+    for exercise_id, run in lesson_run(lesson)["solution"].items():
+        assert (run["status"], run["error"]) == (RIGHT, None), (exercise_id, run)
+
+
+@pytest.mark.parametrize("lesson", sorted(TABLES))
+def test_unfilled_answers_say_not_attempted_never_wrong(lesson_run, lesson):
+    record = lesson_run(lesson)
+    for exercise_id, run in record["unfilled"].items():  # the exercise notebook, untouched
+        assert (run["status"], run["error"]) == (NOT_ATTEMPTED, None), (exercise_id, run)
+    for exercise_id, run in record["filled_alone"].items():  # one answer, the earlier unfilled
+        assert run["status"] in (NOT_ATTEMPTED, RIGHT), (exercise_id, run)
+
+
+@pytest.mark.parametrize("lesson", sorted(TABLES))
+def test_no_question_prints_its_answer_above_itself(lesson_run, lesson):
+    shown = ""
+    for cell in lesson_run(lesson)["outputs"]:
+        exercise_id = cell["exercise"]
+        before_verdict = cell["output"].split("[right] exercise")[0]
+        if exercise_id:
+            text = shown + before_verdict
+            assert not _gives_away(exercise_id, text), (exercise_id, _gives_away(exercise_id, text))
+            pattern = SHOWN_ABOVE.get(exercise_id)
+            assert not (pattern and pattern.search(text)), (exercise_id, pattern.pattern)
+        shown += cell["output"]
