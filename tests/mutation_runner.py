@@ -22,6 +22,7 @@ import json
 import linecache
 import re
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -77,7 +78,7 @@ def compiled(source: str):
 def run_cell(source: str, namespace: dict, capture: bool = True) -> dict:
     """Run one cell; the verdict of the check it calls (if any), its output, its error."""
     namespace.pop("result", None)
-    out, error = io.StringIO(), None
+    out, error, start = io.StringIO(), None, time.perf_counter()
     quiet = contextlib.redirect_stdout(out) if capture else contextlib.nullcontext()
     with quiet:
         try:
@@ -90,6 +91,7 @@ def run_cell(source: str, namespace: dict, capture: bool = True) -> dict:
         "message": getattr(result, "message", None),
         "output": out.getvalue(),
         "error": error,
+        "seconds": round(time.perf_counter() - start, 2),
     }
 
 
