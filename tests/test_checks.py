@@ -80,3 +80,27 @@ def test_learner_source_reads_a_def_and_explains_anything_else():
     assert hint is None and source.startswith("def configure(n):")
     assert "itself, not its result" in checks.learner_source(3, "configure")[1]
     assert "`def`" in checks.learner_source(print, "configure")[1]  # a built-in: no source
+
+
+def test_course_code_tells_the_package_from_the_learner():
+    from tflearn_helpers import mirrored
+
+    assert checks.course_code(mirrored.make_train_step)
+    assert not checks.course_code(written_fn)
+    assert not checks.course_code(lambda x: x)
+    for not_code in (3, None, "mirrored.make_train_step", print):
+        assert not checks.course_code(not_code)
+
+
+def test_watching_records_calls_through_the_module_and_puts_it_back():
+    from tflearn_helpers import mirrored
+
+    original = mirrored.max_abs_difference
+    with checks.watching(mirrored.max_abs_difference) as called:
+        assert mirrored.max_abs_difference([[1.0]], [[3.0]]) == 2.0  # still does its job
+    assert called == ["max_abs_difference"]
+    assert mirrored.max_abs_difference is original
+    with pytest.raises(ValueError):  # restored even when the block raises
+        with checks.watching(mirrored.max_abs_difference) as called:
+            mirrored.max_abs_difference([], [[1.0]])
+    assert mirrored.max_abs_difference is original and called == ["max_abs_difference"]
