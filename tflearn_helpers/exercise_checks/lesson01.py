@@ -159,6 +159,13 @@ def train_step(make_step, strategy):
             f"your step differs from one device's step on the same batch (update ratio "
             f"{ratio:.3g}): how does each replica scale its loss and the model.losses penalty?"
         )
+    return _reported_loss_problem(loss, data_loss, penalty)
+
+
+def _reported_loss_problem(loss, data_loss: float, penalty: float):
+    """A hint unless the step returned the global batch's loss (with or without penalty)."""
+    import tensorflow as tf
+
     if isinstance(loss, tf.distribute.DistributedValues):
         return "your step returns one loss per replica: combine them into one number"
     loss = np.asarray(loss)
