@@ -142,3 +142,10 @@ def test_no_question_prints_its_answer_above_itself(lesson_run, lesson):
             pattern = SHOWN_ABOVE.get(exercise_id)
             assert not (pattern and pattern.search(text)), (exercise_id, pattern.pattern)
         shown += cell["output"]
+
+
+def test_the_scan_would_have_caught_the_printed_devices_of_00_3():
+    """00.3's cell used to print the layer's variables and their devices above the question."""
+    printed = "[('dense/kernel', '(4, 3)', 'CPU:0'), ('dense/bias', '(3,)', 'CPU:0')]"
+    assert SHOWN_ABOVE["00.3"].search(printed)
+    assert not SHOWN_ABOVE["00.3"].search("4 logical CPUs: /job:localhost/.../device:CPU:0")
