@@ -14,6 +14,7 @@ what the cells printed. Lines ending ``# SOLUTION ONLY`` are left out, as in the
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import importlib
 import io
@@ -22,6 +23,7 @@ import json
 import linecache
 import re
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -95,6 +97,18 @@ def run_cell(source: str, namespace: dict, capture: bool = True) -> dict:
     }
 
 
+_COMPILING = threading.Lock()
+_compile = builtins.compile
+
+
+def _one_compile_at_a_time(*args, **kwargs):
+    """CPython 3.11 and 3.12 can fail ``compile``/``ast.parse`` run from two threads at once
+    ("AST constructor recursion depth mismatch", python/cpython#106905): the mutations of a
+    check that starts processes run in threads here, and the checks parse code."""
+    with _COMPILING:
+        return _compile(*args, **kwargs)
+
+
 def run_mutations(exercise_id: str, source: str, table, namespace: dict) -> dict:
     def one(mutation):
         name, old, new = mutation
@@ -106,8 +120,12 @@ def run_mutations(exercise_id: str, source: str, table, namespace: dict) -> dict
 
     parallel = exercise_id in FRESH_PROCESS_CHECKS
     if parallel:
-        with ThreadPoolExecutor(max(1, len(table))) as pool:
-            return dict(pool.map(one, table))
+        builtins.compile = _one_compile_at_a_time
+        try:
+            with ThreadPoolExecutor(max(1, len(table))) as pool:
+                return dict(pool.map(one, table))
+        finally:
+            builtins.compile = _compile
     return dict(one(mutation) for mutation in table)
 
 
