@@ -2,7 +2,7 @@
 #   make test    lint, unit tests, the main job itself (make course: every lesson at the profile
 #                a learner's machine gets, cpu here), and at the smoke profile: the solutions under
 #                nbval, Run All of the exercises unfilled, Run All of the lessons and solutions on
-#                the oldest stack, and a real browser running Run All in JupyterLab; six jobs, two
+#                the oldest stack, and a real browser running Run All in JupyterLab; six jobs, three
 #                at a time
 #   make course  execute the whole course at the default scale into build/ (HTML + index),
 #                two notebooks at a time (COURSE_JOBS)
@@ -53,7 +53,7 @@ $(OLDEST)/.installed: requirements/oldest.txt
 	@touch $@
 
 # Debian packages the tests need, as the files they install: a file that exists costs make
-# nothing, so the test jobs that name these files keep their order in make -j2 (a phony
+# nothing, so the test jobs that name these files keep their order in make -j3 (a phony
 # prerequisite with a recipe runs again in every job, and make starts later jobs meanwhile).
 CHROMIUM_BINS := /usr/bin/chromium /usr/bin/chromedriver
 IPROUTE_BINS := $(or $(shell command -v ip),/usr/sbin/ip) $(or $(shell command -v tc),/usr/sbin/tc)
@@ -83,14 +83,15 @@ $(SLURM_BINS) &: | $(IPROUTE_BINS)
 		slurm-wlm munge >/dev/null
 
 # The environments install side by side (downloads and unpacking: they wait on the network
-# and the disk, not on each other). Then the six test jobs run two at a time, longest first
-# (make -j2 hands a free slot to the next job in the list; output grouped per job, -Oline):
-# one lane alone keeps 2 cores only about 1.5 busy on average (kernel starts, imports,
-# servers waiting for each other; tools/timed.sh prints each job's cores), and every lesson
-# must hold its asserts on a busy machine anyway (the soak runs two at a time). The main job
-# runs one lesson at a time here (COURSE_JOBS=1), the other lane beside it: two notebooks at
-# once, as in make course. Its build/ is the rendered course CI saw. The lessons' own time
-# budgets are measured one notebook at a time by benchmarks/course_cost.py.
+# and the disk, not on each other). Then the six test jobs run three at a time, longest first
+# (make -j3 hands a free slot to the next job in the list; output grouped per job, -Oline):
+# each job alone keeps about 0.8 of a core busy (kernel starts, imports, servers and tests
+# waiting for each other; tools/timed.sh prints each job's cores): two at a time left 2 cores
+# 1.6 busy and took 1,117 s, over the 20 min of make test. The main job runs one lesson at a time
+# here (COURSE_JOBS=1) beside the other two jobs, so every lesson holds its asserts on a machine
+# busier than make course makes it (the cpu soak passed 30 of 30 at a load of 6). Its build/ is
+# the rendered course CI saw. The lessons' own time budgets are measured one notebook at a time
+# by benchmarks/course_cost.py.
 TIMED := tools/timed.sh
 NBVAL := --nbval-lax --nbval-cell-timeout=900 --durations=10 -p no:randomly
 TEST_JOBS := course run-all-oldest test-unit test-browser test-nbval-solutions run-all-exercises
@@ -99,7 +100,7 @@ test:
 	@$(TIMED) "environments and chromium" $(MAKE) --no-print-directory -j4 \
 		env legacy-env oldest-env browser-deps network-deps slurm-deps
 	@$(TIMED) "lint" sh -c '$(BIN)/ruff format --check . && $(BIN)/ruff check .'
-	@$(TIMED) "the test jobs, two at a time" $(MAKE) --no-print-directory -j2 -Oline \
+	@$(TIMED) "the test jobs, three at a time" $(MAKE) --no-print-directory -j3 -Oline \
 		COURSE_JOBS=1 $(TEST_JOBS)
 
 test-unit: env legacy-env $(IPROUTE_BINS) $(SLURM_BINS)
