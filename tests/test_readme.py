@@ -1,0 +1,45 @@
+"""The README names only what exists: each code span that names a module of the package, or a
+function or class in one (`cluster.events`, `mirrored.max_abs_difference`), resolves."""
+
+import importlib
+import re
+from pathlib import Path
+
+import tflearn_helpers
+
+ROOT = Path(__file__).resolve().parents[1]
+SPAN = re.compile(r"`([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+)`")
+
+
+def package_names(text: str) -> list[str]:
+    """The dotted code spans whose first part is a module of the package."""
+    top = {p.stem for p in Path(tflearn_helpers.__file__).parent.iterdir()}
+    return [name for name in SPAN.findall(text) if name.split(".")[0] in top]
+
+
+def resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):  # the longest module prefix, then attributes
+        try:
+            obj = importlib.import_module("tflearn_helpers." + ".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[cut:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+def test_every_package_name_in_the_readme_exists():
+    names = package_names((ROOT / "README.md").read_text())
+    assert names, "the README names no module of the package: is the pattern right?"
+    missing = sorted({n for n in names if not resolves(n)})
+    assert not missing, f"README.md names what the package does not have: {missing}"
+
+
+def test_a_stale_name_is_caught():
+    assert resolves("cluster.events") and resolves("mirrored.max_abs_difference")
+    assert not resolves("mirrored.no_such_function") and not resolves("cluster.no_module")
+    assert package_names("`cluster.events` and `tf.function`") == ["cluster.events"]
