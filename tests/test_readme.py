@@ -1,5 +1,6 @@
-"""The README names only what exists: each code span that names a module of the package, or a
-function or class in one (`cluster.events`, `mirrored.max_abs_difference`), resolves."""
+"""The docs name only what exists: each code span of README.md, CONTRIBUTING.md or
+docs/GLOSSARY.md that names a module of the package, or a function or class in one
+(`cluster.events`, `mirrored.max_abs_difference`), resolves."""
 
 import importlib
 import re
@@ -32,11 +33,14 @@ def resolves(dotted: str) -> bool:
     return False
 
 
-def test_every_package_name_in_the_readme_exists():
-    names = package_names((ROOT / "README.md").read_text())
-    assert names, "the README names no module of the package: is the pattern right?"
-    missing = sorted({n for n in names if not resolves(n)})
-    assert not missing, f"README.md names what the package does not have: {missing}"
+DOCS = ("README.md", "CONTRIBUTING.md", "docs/GLOSSARY.md")
+
+
+def test_every_package_name_in_the_docs_exists():
+    names = {doc: package_names((ROOT / doc).read_text()) for doc in DOCS}
+    assert any(names.values()), "the docs name no module of the package: is the pattern right?"
+    missing = {doc: sorted({n for n in found if not resolves(n)}) for doc, found in names.items()}
+    assert not any(missing.values()), f"names the package does not have: {missing}"
 
 
 def test_a_stale_name_is_caught():
