@@ -49,7 +49,7 @@ else:
 say(f"TensorFlow {tf.__version__}, Keras {keras.__version__}; waiting for every worker")
 communication = tf.distribute.experimental.CommunicationOptions(
     implementation=tf.distribute.experimental.CommunicationImplementation.RING,  # NCCL on GPUs
-    timeout_seconds=args.collective_timeout,  # None: a collective waits for ever
+    timeout_seconds=args.collective_timeout,  # None: no limit for a peer that is slow, not dead
 )
 # Worker 0 hosts the coordination service, which declares a worker dead after 10 s without
 # a heartbeat: a busy machine can stall a process that long. There is no public setting;
