@@ -1,6 +1,7 @@
 """Lesson 09's exercise checks on stand-in objects (no TensorFlow cluster: the lesson and
 its solution notebook runs them on real ones)."""
 
+
 # -- lesson 09's exercise checks (tflearn_helpers/exercise_checks/lesson09.py) --------------
 class _Piece:
     def __init__(self, rows, task):

@@ -42,7 +42,7 @@ class Taught:
     notebook: str  # "notebooks/01_mirrored_strategy.ipynb"
     destination: Path
     lines: tuple[str, ...]  # the definition as the lesson writes it
-    imports: tuple[tuple[str, str], ...]  # (name, the lesson's import of it) the body needs
+    imports: tuple[tuple[str, tuple[str, ...]], ...]  # (name, the lesson's statements binding it)
     insert_at: int  # where in ``lines`` imports go (the first statement after a docstring)
     indent: str
 
@@ -79,6 +79,7 @@ def _taught(node, lines, imported, path: Path, spec: str, root: Path) -> Taught:
     first = _start(node) - 1
     body = [s for s in node.body if not _is_docstring(s)]
     needed = tuple((n, imported[n]) for n in sorted(_free_names(node)) if n in imported)
+    needed = tuple(sorted(needed, key=lambda pair: len(pair[1])))  # imports before aliases
     at = _start(body[0]) - 1 - first if body and isinstance(node, ast.FunctionDef) else None
     return Taught(
         node.name,
@@ -92,8 +93,9 @@ def _taught(node, lines, imported, path: Path, spec: str, root: Path) -> Taught:
     )
 
 
-def _imports(source: str) -> dict[str, str]:
-    """Name -> the import statement that binds it, for a notebook's top-level imports."""
+def _imports(source: str) -> dict[str, tuple[str, ...]]:
+    """Name -> the statements that bind it at a notebook's top level: its import, or an alias
+    of an imported module (``v1 = tf.compat.v1``) after the import it needs."""
     found = {}
     for node in ast.parse(source).body:
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -103,7 +105,14 @@ def _imports(source: str) -> dict[str, str]:
                     if isinstance(node, ast.Import)
                     else ast.ImportFrom(node.module, [alias], node.level)
                 )
-                found[(alias.asname or alias.name).split(".")[0]] = ast.unparse(one)
+                found[(alias.asname or alias.name).split(".")[0]] = (ast.unparse(one),)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            name = node.targets[0]
+            if isinstance(name, ast.Name) and isinstance(root, ast.Name) and root.id in found:
+                found[name.id] = (*found[root.id], ast.unparse(node))
     return found
 
 
@@ -149,7 +158,10 @@ def _text(t: Taught, module_names: set[str]) -> str:
     of what its body uses and the module does not import (inside the body: importing the
     package never imports TensorFlow)."""
     lines = list(t.lines)
-    imports = [stmt for name, stmt in t.imports if name not in module_names]
+    imports = []
+    for name, statements in t.imports:
+        if name not in module_names:
+            imports += [s for s in statements if s not in imports]
     if imports:
         lines[t.insert_at : t.insert_at] = [t.indent + s for s in imports] + [""]
     return f"# Defined in lesson {t.lesson} ({t.notebook}).\n" + "\n".join(lines)
