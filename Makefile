@@ -132,7 +132,7 @@ run-all-exercises: env
 # (9 kernels fewer here, ~75 s).
 run-all-oldest: env oldest-env
 	@echo "== Run All: notebooks and solutions on the oldest stack"
-	rm -rf build/wheel
+	rm -rf build/wheel build/lib build/bdist.*  # setuptools' build/lib keeps deleted modules
 	$(BIN)/python -m pip wheel $(PIP_FLAGS) --no-deps -w build/wheel .
 	$(OLDEST)/bin/python -m pip install $(PIP_FLAGS) --no-deps --force-reinstall build/wheel/*.whl
 	$(OLDEST)/bin/python -m pip check

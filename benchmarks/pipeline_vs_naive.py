@@ -122,7 +122,7 @@ class Trainer:
 
     def step(self, x, y, m, schedule, recorder):
         """One training step: every stage walks its schedule in a thread, then one update each."""
-        from tflearn_helpers import pipeline
+        from tflearn_helpers import stage_threads
 
         links = dict(
             xs=self.tf.split(x, m),
@@ -134,7 +134,7 @@ class Trainer:
             functools.partial(self._run_stage, s, schedule[s], m, links, recorder)
             for s in range(self.k)
         ]
-        pipeline.run_concurrently(stage_runs, 600)
+        stage_threads.run_concurrently(stage_runs, 600)
         for s in range(self.k):
             self.apply[s]()
 

@@ -1,19 +1,6 @@
-import sys
-from pathlib import Path
-
 from helpers import run_python
 
 from tflearn_helpers import placement
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import nbtools  # noqa: E402
-import taught  # noqa: E402
-
-LESSON_00 = nbtools.ROOT / "notebooks" / "00_devices_and_setup.ipynb"
-
-
-def test_executed_nodes_is_the_code_lesson_00_writes():
-    assert taught.differs_from_taught(placement.executed_nodes, LESSON_00) is None
 
 
 def test_short_device_names():

@@ -1,4 +1,3 @@
-import json
 import subprocess
 import sys
 
@@ -32,12 +31,24 @@ def test_setup_course_sets_pandas_to_print_figures_as_the_course_does():
     assert done.stdout.strip().endswith("None")
 
 
-def test_headline_prints_and_appends_when_the_runner_asks(tmp_path, monkeypatch, capsys):
-    sink = tmp_path / "h.jsonl"
-    monkeypatch.setenv(report.HEADLINES_ENV, str(sink))
+def test_headline_outside_a_notebook_prints_the_line(capsys):
     report.headline("speed", 12.5, "img/s")
     assert capsys.readouterr().out.strip() == "speed: 12.5 img/s"
-    assert json.loads(sink.read_text()) == {"label": "speed", "value": "12.5 img/s"}
+
+
+def test_headline_in_a_notebook_tags_its_output_for_the_summary_page(monkeypatch):
+    import IPython
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: shown.append((a, k)))
+    report.headline("speed", 123456.7, "img/s")
+    (data,), options = shown[0]
+    assert data == {"text/plain": "speed: 123,457 img/s"} and options["raw"]
+    assert options["metadata"] == {
+        report.HEADLINE_KEY: {"label": "speed", "value": "123,457 img/s"}
+    }
 
 
 def test_expect_error_catches_prints_and_asserts_the_type(capsys):

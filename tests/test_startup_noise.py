@@ -44,3 +44,14 @@ def test_hide_tf_log_drops_cpp_log_lines_of_both_stacks_and_keeps_the_rest():
     kept, hidden = startup_noise.hide_tf_log(text)
     assert hidden == 4
     assert kept == "UserWarning: a warning the learner should read\nE0000 is how the log starts\n"
+
+
+def test_keras_shuffle_warning_about_an_argument_nobody_passed_is_ignored():
+    import warnings
+
+    startup_noise.ignore_misleading_warnings()
+    with warnings.catch_warnings(record=True) as seen:
+        keras_says = "`shuffle=True` was passed, but will be ignored since the data"
+        warnings.warn(keras_says, UserWarning, stacklevel=1)
+        warnings.warn("a warning the learner should see", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in seen] == ["a warning the learner should see"]

@@ -4,6 +4,7 @@ the notebook tools: tools/)."""
 
 import ast
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -21,6 +22,8 @@ import nbtools  # noqa: E402
 @pytest.fixture(scope="module")
 def wheel_files(tmp_path_factory) -> set[str]:
     out = tmp_path_factory.mktemp("wheel")
+    for stale in (ROOT / "build").glob("lib*"):  # setuptools' copy from an earlier build keeps
+        shutil.rmtree(stale)  # modules deleted since, and the wheel would hold them
     build = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)]
     subprocess.run(build, check=True, timeout=600, capture_output=True)
     (wheel,) = out.glob("tflearn_helpers-*.whl")
@@ -68,3 +71,49 @@ def test_the_wheel_holds_what_the_notebooks_import(wheel_files):
     }
     missing = sorted(n for n in names if n not in modules and n not in tflearn_helpers.__all__)
     assert not missing, f"the notebooks import what the wheel lacks: {missing}"
+
+
+def _package_imports(path: Path) -> set[str]:
+    """The package modules one module imports (relative imports, in functions too) or starts
+    (``python -m tflearn_helpers.cluster.task_server``), dotted from the package root."""
+    here = path.relative_to(ROOT / "tflearn_helpers").with_suffix("").parts
+    package = here[:-1] if here[-1] != "__init__" else here[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):  # python -m ...
+            found |= set(re.findall(r"^tflearn_helpers\.([\w.]+)$", node.value))
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[: len(package) - (node.level - 1)]
+            stem = [*base, *(node.module.split(".") if node.module else [])]
+            found.add(".".join(stem))
+            found |= {".".join([*stem, a.name]) for a in node.names}
+    return found
+
+
+def test_the_wheel_holds_only_what_the_notebooks_reach(wheel_files):
+    """Every module of the wheel is imported by a notebook, by the facade, doctor or a
+    program a lesson starts, or by a module that is (the checks reach it through check())."""
+    modules = {
+        ".".join(Path(n).with_suffix("").parts[1:]).removesuffix("__init__").rstrip(".")
+        for n in wheel_files
+        if n.startswith("tflearn_helpers/") and n.endswith(".py")
+    }
+    modules.discard("")  # the package's own __init__: the facade, read below
+    path_of = {
+        m: ROOT / "tflearn_helpers" / (m.replace(".", "/") + ".py")
+        if (ROOT / "tflearn_helpers" / (m.replace(".", "/") + ".py")).exists()
+        else ROOT / "tflearn_helpers" / m.replace(".", "/") / "__init__.py"
+        for m in modules
+    }
+    roots = {"__main__", "doctor", "scripts.estimator_task", "scripts.multi_worker_train"}
+    roots |= {m for m in modules if m.startswith("exercise_checks.")}  # check() finds them
+    reached, todo = set(), [*roots, *(_imported_names() & modules)]
+    todo += [m for m in _package_imports(ROOT / "tflearn_helpers" / "__init__.py") if m in modules]
+    while todo:
+        m = todo.pop()
+        if m in reached or m not in modules:
+            continue
+        reached.add(m)
+        todo += [n for n in _package_imports(path_of[m]) if n in modules]
+        todo += [p for p in modules if m.startswith(p + ".")]  # a module's package __init__
+    assert modules - reached == set(), f"in the wheel, used by no notebook: {modules - reached}"

@@ -1,10 +1,10 @@
 """Each lesson's sizes, and the peak bytes per device the memory model predicts for them.
 
 The ``gpu`` profile runs wherever a GPU is found (Colab, Kaggle, a cloud box), so its
-sizes are chosen from the memory model (``memory.py``, taught in lesson 00); ``lesson_fit``
+sizes are chosen from the memory model (``memory.py``, taught in lesson 00); ``doctor``
 checks every lesson's predicted peak against the GPUs learners have. When one GPU is split
 into a lesson's logical GPUs, each gets the lesson's ``gpu_memory_mb`` and together they
-leave 10 % of the card to CUDA and cuDNN (``lesson_fit.CARD_SHARE``).
+leave 10 % of the card to CUDA and cuDNN (``doctor.CARD_SHARE``).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class Lesson:
     peaks: Callable[[str, int], list[int]]  # (profile, devices) -> bytes per device
 
 
-# The gpu-profile sizes: the largest that fit a T4's logical GPUs (lesson_fit checks them).
+# The gpu-profile sizes: the largest that fit a T4's logical GPUs (tests/test_doctor.py checks).
 RESNET_IMAGE = {"smoke": 32, "cpu": 32, "gpu": 224}  # lesson 02
 PER_REPLICA_BATCH = {"smoke": 16, "cpu": 16, "gpu": 32}  # lesson 02: global = this x N
 BN_PER_REPLICA_BATCH = {"smoke": 16, "cpu": 16, "gpu": 8}  # lesson 02's BatchNorm comparison

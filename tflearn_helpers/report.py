@@ -5,26 +5,24 @@ figures with ``format_value``). ``format_table`` is the plain text the course's 
 commands print (``doctor``, the course runner).
 
 A headline is a figure a lesson wants on the course's summary page (``make course``):
-``headline("images/s on 4 devices", 123.4)`` prints it and, when the course runner
-set ``TFLEARN_HEADLINES``, appends it to that JSON-lines file.
+``headline("images/s on 4 devices", 123.4)`` shows it; in a notebook the output carries the
+figure in its metadata (``HEADLINE_KEY``), where the course runner finds it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 from collections.abc import Iterable, Sequence
 
 __all__ = [
-    "HEADLINES_ENV",
+    "HEADLINE_KEY",
     "expect_error",
     "format_table",
     "format_value",
     "headline",
 ]
 
-HEADLINES_ENV = "TFLEARN_HEADLINES"
+HEADLINE_KEY = "tflearn_headline"
 
 
 def format_table(rows: Iterable[Sequence], headers: Sequence[str]) -> str:
@@ -42,13 +40,19 @@ def format_table(rows: Iterable[Sequence], headers: Sequence[str]) -> str:
 
 
 def headline(label: str, value, unit: str = "") -> None:
-    """Print a figure and record it for the course summary page."""
+    """Show a figure; in a notebook, tagged in the output's metadata as ``HEADLINE_KEY``."""
     text = f"{format_value(value)} {unit}".strip()
-    print(f"{label}: {text}")
-    path = os.environ.get(HEADLINES_ENV)
-    if path:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"label": label, "value": text}) + "\n")
+    shell = None
+    with contextlib.suppress(ImportError):
+        from IPython import get_ipython
+        from IPython.display import display
+
+        shell = get_ipython()
+    if shell is None:  # a plain Python process: just the line
+        print(f"{label}: {text}")
+        return
+    figure = {HEADLINE_KEY: {"label": label, "value": text}}
+    display({"text/plain": f"{label}: {text}"}, raw=True, metadata=figure)
 
 
 class ExpectedError:

@@ -39,7 +39,7 @@ from pathlib import Path
 import leftovers  # tools/leftovers.py and tools/side_by_side.py, beside this file
 import side_by_side
 
-from tflearn_helpers.report import HEADLINES_ENV
+from tflearn_helpers.report import HEADLINE_KEY
 from tflearn_helpers.runtime.startup_noise import hide_tf_log
 
 __all__ = ["FOLDERS", "course_root", "main", "run_course"]
@@ -132,9 +132,6 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     sockets = Path(tempfile.mkdtemp(prefix="tflearn-kernel-"))  # absolute: the kernel's cwd differs
     nb = nbformat.read(str(path), as_version=4)
-    headlines = out_dir / f"{path.stem}.headlines.jsonl"
-    headlines.unlink(missing_ok=True)
-    os.environ[HEADLINES_ENV] = str(headlines)
     kernel = nb.metadata.get("kernelspec", {}).get("name", "python3")
     code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
 
@@ -170,7 +167,6 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
         result.update(status="failed", cell=None, error=f"{type(err).__name__}: {err}")
     finally:
         kernel_log.close()
-        os.environ.pop(HEADLINES_ENV, None)
         shutil.rmtree(sockets, ignore_errors=True)
     result["seconds"] = time.monotonic() - start
     result["hidden_log_lines"] = _hide_tf_log(nb)
@@ -179,7 +175,7 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
         leftovers.kill(before)
         if result["status"] == "passed":  # the course promises nothing is left running
             result.update(status="failed", cell=None, error="left processes or ports behind")
-    result["headlines"] = _read_jsonl(headlines)
+    result["headlines"] = _headlines(nb)
     result["html"] = _save(nb, path, out_dir)
     return result
 
@@ -213,10 +209,14 @@ def _errored(cell) -> bool:
     )
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def _headlines(nb) -> list[dict]:
+    """The figures ``report.headline`` showed, in order, from the outputs' metadata."""
+    return [
+        output["metadata"][HEADLINE_KEY]
+        for cell in nb.cells
+        for output in cell.get("outputs", [])
+        if HEADLINE_KEY in output.get("metadata", {})
+    ]
 
 
 def _index_html(results: list[dict], scale: str | None) -> str:

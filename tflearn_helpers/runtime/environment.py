@@ -98,6 +98,7 @@ def setup_course(
         simulated CPU devices run side by side instead of each taking every core.
     """
     _set_import_time_env(legacy_keras, onednn)
+    startup_noise.ignore_misleading_warnings()
     with startup_noise.filtered():  # loading TensorFlow and its devices prints noise
         import tensorflow as tf
 

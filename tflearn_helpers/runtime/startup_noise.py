@@ -22,8 +22,9 @@ import os
 import re
 import sys
 import tempfile
+import warnings
 
-__all__ = ["TF_LOG_LINE", "filtered", "hide_tf_log", "to_terminal"]
+__all__ = ["TF_LOG_LINE", "filtered", "hide_tf_log", "ignore_misleading_warnings", "to_terminal"]
 
 NOISE = re.compile(
     "|".join(
@@ -71,6 +72,17 @@ def filtered(noise: re.Pattern = NOISE):
             ]
             sys.stderr.write("".join(kept))
             sys.stderr.flush()
+
+
+# Keras 3 warns about an argument nobody passed: fit()'s shuffle defaults to True, and a
+# tf.data.Dataset (which the lessons shuffle themselves) makes it say "shuffle=True was passed".
+MISLEADING_WARNINGS = (r"`shuffle=True` was passed, but will be ignored",)
+
+
+def ignore_misleading_warnings() -> None:
+    """Silence the Python warnings in :data:`MISLEADING_WARNINGS` (setup calls it)."""
+    for message in MISLEADING_WARNINGS:
+        warnings.filterwarnings("ignore", message=message, category=UserWarning)
 
 
 def to_terminal(text: str) -> None:
