@@ -120,3 +120,6 @@ def tensor_parallel_mlp(make_tp_mlp, devices):
     if not np.allclose(got[0], ref[0], atol=1e-4) or not np.isclose(norm_got, norm_ref, rtol=1e-3):
         return "the gradients differ from the one-device MLP's"
     return None
+
+
+MUTATIONS: dict[str, list[tuple[str, str, str]]] = {}

@@ -242,3 +242,6 @@ def sync_worker(build_sync_worker, steps: int = 30, timeout: float = 60.0):
         return hint
     outcome = _run_sync_cluster(source, build_sync_worker.__name__, steps, timeout)
     return _judge_sync(outcome, steps, timeout)
+
+
+MUTATIONS: dict[str, list[tuple[str, str, str]]] = {}

@@ -97,3 +97,6 @@ def reexecution_bound(answer):
     if answer != 3:
         return "count, for each failure, how many steps the dead worker could have been running"
     return None
+
+
+MUTATIONS: dict[str, list[tuple[str, str, str]]] = {}
