@@ -75,7 +75,8 @@ def test_ring_collectives_right_and_plausible_wrong_answers():
 
 
 def test_compressed_all_reduce_right_and_plausible_wrong_answers():
-    done = run_python("""
+    done = run_python(
+        """
         from tflearn_helpers import setup_course
         course = setup_course(devices=4, scale="smoke", verbose=False)
         import tensorflow as tf
@@ -141,5 +142,7 @@ def test_compressed_all_reduce_right_and_plausible_wrong_answers():
         assert "MirroredStrategy" in _evaluate("05.2", right, "nope").message
         assert _evaluate("05.2", ..., strategy).status == "not attempted"
         print("ok")
-    """, timeout=300)
+    """,
+        timeout=300,
+    )
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
