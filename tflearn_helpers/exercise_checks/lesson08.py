@@ -32,7 +32,7 @@ def ps_of_logits_kernel(answer):
     from ..between_graph import placement
 
     if not isinstance(answer, str) or not answer.startswith("ps:"):
-        return "answer with a task name like 'ps:0', as in the lesson's placement table"
+        return "answer with a task name: 'ps:' and the task's index, as in the placement table"
     used = cell_course_calls()
     if used:
         return (
