@@ -150,7 +150,10 @@ def test_unfilled_answers_say_not_attempted_never_wrong(lesson_run, lesson):
     record = lesson_run(lesson)
     for exercise_id, run in record["unfilled"].items():  # the exercise notebook, untouched
         waiting = run["status"] is None and "[waiting] exercise" in run["output"]
-        assert run["error"] is None and (waiting or run["status"] == NOT_ATTEMPTED), run
+        assert run["error"] is None and (waiting or run["status"] == NOT_ATTEMPTED), (
+            exercise_id,
+            run,
+        )
     for exercise_id, run in record["filled_alone"].items():  # one answer, the earlier unfilled
         waiting = run["status"] is None and "[waiting] exercise" in run["output"]
         assert waiting or run["status"] in (NOT_ATTEMPTED, RIGHT), (exercise_id, run)
