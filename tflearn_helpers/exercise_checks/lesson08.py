@@ -15,14 +15,7 @@ from pathlib import Path
 from ..checks import cell_course_calls, course_calls, exercise, learner_source
 from ..cluster import tf_config
 
-__all__ = [
-    "MUTATIONS",
-    "evaluator_tf_config",
-    "ps_of_logits_kernel",
-    "staleness_function",
-    "sync_worker",
-    "worker_graph_placement",
-]
+__all__ = ["MUTATIONS"]
 
 
 @exercise("08.4")

@@ -13,7 +13,7 @@ import numpy as np
 from .. import validate
 from ..checks import exercise
 
-__all__ = ["MUTATIONS", "per_worker_training", "reexecution_bound", "sharded_embedding"]
+__all__ = ["MUTATIONS"]
 
 
 @exercise("09.1")
