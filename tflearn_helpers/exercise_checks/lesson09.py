@@ -197,6 +197,11 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "zip(grads[:1], model.trainable_variables[:1], strict=True)",
         ),
         (
+            "the last bias left out",
+            "zip(grads, model.trainable_variables, strict=True)",
+            "zip(grads[:-1], model.trainable_variables[:-1], strict=True)",
+        ),
+        (
             "the gradients' sign flipped",
             "zip(grads, model.trainable_variables, strict=True)",
             "zip([-g for g in grads], model.trainable_variables, strict=True)",
