@@ -1,3 +1,5 @@
+import sys
+
 import pytest
 
 from tflearn_helpers import checks
@@ -104,3 +106,31 @@ def test_watching_records_calls_through_the_module_and_puts_it_back():
         with checks.watching(mirrored.max_abs_difference) as called:
             mirrored.max_abs_difference([], [[1.0]])
     assert mirrored.max_abs_difference is original and called == ["max_abs_difference"]
+
+
+def test_course_calls_sees_the_package_however_it_is_reached():
+    from tflearn_helpers.between_graph_runs import WorkerLog  # imported before the call
+
+    def borrowed(before, after):
+        return WorkerLog(0, before=before, after=after).staleness
+
+    def written(before, after):
+        return [a - b - 1 for b, a in zip(before, after, strict=True)]
+
+    assert checks.course_calls(borrowed, [0], [2]) == ([1], ["staleness"])
+    assert checks.course_calls(written, [0], [2]) == ([1], [])
+    assert sys.getprofile() is None  # put back
+
+
+def test_cell_course_calls_names_what_the_asking_cell_uses():
+    from tflearn_helpers import between_graph
+
+    cell = (
+        "answer = dict((n, d) for n, _, d, _ in between_graph.placement(num_ps=3))\nfound = ask()"
+    )
+    scope = {"between_graph": between_graph, "ask": checks.cell_course_calls}
+    exec(compile(cell, "<cell-test>", "exec"), scope)
+    assert scope["found"] == ["tflearn_helpers.between_graph.placement"]
+    scope = {"check": checks.check, "ask": checks.cell_course_calls}
+    exec(compile('answer = "ps:0"\ncheck\nfound = ask()', "<cell-test>", "exec"), scope)
+    assert scope["found"] == []  # check() itself does not count

@@ -68,14 +68,17 @@ def test_ring_collectives_right_and_plausible_wrong_answers():
         no_send = lambda v, d, s: tf.split(sum(v), 4)  # noqa: E731
         assert "never calls send" in wrong(no_send, ag, devices)
         assert _evaluate("05.1", ..., ag, devices).status == "not attempted"
+        from tflearn_helpers import measure  # any of the course's own functions
+        assert "course's code" in wrong(rs, measure.ring_allreduce_bytes, devices)
     """)
     assert done.returncode == 0, done.stderr[-3000:]
 
 
 def test_compressed_all_reduce_right_and_plausible_wrong_answers():
-    done = run_python("""
+    done = run_python(
+        """
         from tflearn_helpers import setup_course
-        course = setup_course(devices=2, scale="smoke", verbose=False)
+        course = setup_course(devices=4, scale="smoke", verbose=False)
         import tensorflow as tf
         from tflearn_helpers.checks import _evaluate
         strategy = tf.distribute.MirroredStrategy(course.devices)
@@ -83,6 +86,28 @@ def test_compressed_all_reduce_right_and_plausible_wrong_answers():
         def right(ctx, grads):
             halves = [tf.cast(g, tf.float16) for g in grads]
             return [tf.cast(g, tf.float32) for g in ctx.all_reduce("SUM", halves)]
+
+        # other right answers: judged by what crosses and what comes back, not by the calls
+        def replica_context(ctx, grads):  # the context asked for, not the one passed in
+            mine = tf.distribute.get_replica_context()
+            out = []
+            for g in grads:  # one all-reduce per tensor, with the ReduceOp enum
+                h = mine.all_reduce(tf.distribute.ReduceOp.SUM, tf.cast(g, tf.float16))
+                out.append(tf.cast(h, tf.float32))
+            return out
+
+        def gathered(ctx, grads):  # every replica's float16 gradient, summed in float32
+            out = []
+            for g in grads:
+                every = ctx.all_gather(tf.cast(g, tf.float16)[None], axis=0)
+                out.append(tf.reduce_sum(tf.cast(every, tf.float32), axis=0))
+            return out
+
+        def flat(ctx, grads):  # one flat vector, split back afterwards
+            sizes = [tf.size(g) for g in grads]
+            one = tf.concat([tf.reshape(tf.cast(g, tf.float16), [-1]) for g in grads], 0)
+            parts = tf.split(tf.cast(ctx.all_reduce("SUM", one), tf.float32), sizes)
+            return [tf.reshape(p, g.shape) for p, g in zip(parts, grads)]
 
         def plain(ctx, grads):
             return ctx.all_reduce("SUM", grads)
@@ -97,16 +122,27 @@ def test_compressed_all_reduce_right_and_plausible_wrong_answers():
         def local(ctx, grads):
             return [tf.cast(tf.cast(g, tf.float16), tf.float32) for g in grads]
 
+        def gathered_wide(ctx, grads):  # all_gather of float32: nothing compressed
+            every = [ctx.all_gather(g[None], axis=0) for g in grads]
+            return [tf.reduce_sum(e, axis=0) for e in every]
+
         def wrong(answer):
             result = _evaluate("05.2", answer, strategy)
             assert result.status == "wrong", result
             return result.message
 
-        assert _evaluate("05.2", right, strategy).ok
+        for answer in (right, replica_context, gathered, flat):
+            result = _evaluate("05.2", answer, strategy)
+            assert result.ok, (answer.__name__, result)
         assert "compress first" in wrong(plain)
+        assert "compress first" in wrong(gathered_wide)
         assert "float32 back" in wrong(stays_half)
-        assert "differs from the plain step" in wrong(mean)
-        assert "never calls ctx.all_reduce" in wrong(local)
+        assert "SUM over all replicas" in wrong(mean)
+        assert "nothing crosses" in wrong(local)
         assert "MirroredStrategy" in _evaluate("05.2", right, "nope").message
-    """)
-    assert done.returncode == 0, done.stderr[-3000:]
+        assert _evaluate("05.2", ..., strategy).status == "not attempted"
+        print("ok")
+    """,
+        timeout=300,
+    )
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]

@@ -13,10 +13,11 @@ ON_READ = dict(synchronization=tf.VariableSynchronization.ON_READ,
                aggregation=tf.VariableAggregation.NONE)
 
 
-def zero1(full_state=False, reduce=True, gather=True, scatter=True, direct=True):
+def zero1(full_state=False, reduce=True, gather=True, scatter=True, direct=True, kept=False):
     # The solution, and wrong answers derived from it: the whole momentum on each replica,
     # no sum, no gather, an all-reduce instead of the reduce-scatter (right weights, 1.5x the
-    # bytes); direct=False gathers with TensorFlow's all_gather (through one device: right).
+    # bytes); direct=False gathers with TensorFlow's all_gather (through one device: right);
+    # kept=True keeps a whole momentum on every replica and copies its slice into the shard.
 
     def make(strategy, w0, lr, beta):
         n, size = strategy.num_replicas_in_sync, int(w0.shape[0])
@@ -24,6 +25,7 @@ def zero1(full_state=False, reduce=True, gather=True, scatter=True, direct=True)
         with strategy.scope():
             params = tf.Variable(w0, **ON_READ)
             momentum = tf.Variable(tf.zeros([size if full_state else size // n]), **ON_READ)
+            whole = tf.Variable(tf.zeros([size]), **ON_READ) if kept else None
 
         def reduce_scatter(strategy, *pieces):
             pairs = zip(pieces, devices, strict=True)
@@ -52,7 +54,12 @@ def zero1(full_state=False, reduce=True, gather=True, scatter=True, direct=True)
                 mine = ctx.merge_call(reduce_scatter, args=tuple(tf.split(grad, n)))[r]
             else:
                 mine = tf.reshape(ctx.all_reduce("sum", grad), [n, -1])[r]
-            momentum.assign(beta * momentum + mine)
+            if kept:
+                k = size // n
+                whole.assign(beta * whole + tf.pad(mine, [[r * k, (n - 1 - r) * k]]))
+                momentum.assign(tf.reshape(whole, [n, -1])[r])
+            else:
+                momentum.assign(beta * momentum + mine)
             new = tf.reshape(params, [n, -1])[r] - lr * momentum
             if not gather:
                 own = tf.tensor_scatter_nd_update(
@@ -82,6 +89,10 @@ assert not all_reduce.ok and "1.50x the bytes" in all_reduce.message, all_reduce
 through_one = _evaluate("06.1", zero1(direct=False), strategy)
 assert through_one.ok, through_one.message
 assert _evaluate("06.1", None, strategy).status == "not attempted"
+kept = _evaluate("06.1", zero1(kept=True), strategy)
+assert not kept.ok and "whole-size state" in kept.message, kept.message
+from tflearn_helpers import sharding
+assert "course's code" in _evaluate("06.1", sharding.transfers, strategy).message
 for result in (full, missing, no_gather, all_reduce):
     assert "all_reduce(" not in result.message and "all_gather(" not in result.message
 print("ok")
@@ -94,7 +105,7 @@ import tensorflow as tf
 from tflearn_helpers.checks import _evaluate
 
 
-def tp(same_device=False, reduce=True):
+def tp(same_device=False, reduce=True, whole=False, placed=True):
     def make(w1, b1, w2, b2, devices):
         n = len(devices)
         pieces, shards = [], []
@@ -106,9 +117,12 @@ def tp(same_device=False, reduce=True):
             pieces.extend(shard)
 
         def forward(x):
+            if whole:  # the pieces concatenated back into the whole matrices, on one device
+                a, b, c = (tf.concat(list(p), k) for p, k in zip(zip(*shards), (1, 0, 0)))
+                return tf.nn.gelu(x @ a + b) @ c + b2
             partial = []
             for i, (a, b, c) in enumerate(shards):
-                with tf.device(devices[i]):
+                with tf.device(devices[i] if placed else devices[0]):
                     h = tf.nn.gelu(x @ a + b)
                     partial.append(h @ c)
             return (tf.add_n(partial) if reduce else partial[0]) + b2
@@ -125,6 +139,10 @@ assert not one.ok and "every device" in one.message, one.message
 missing = _evaluate("06.2", tp(reduce=False), course.devices)
 assert not missing.ok and "summed" in missing.message, missing.message
 assert _evaluate("06.2", None, course.devices).status == "not attempted"
+concatenated = _evaluate("06.2", tp(whole=True), course.devices)
+assert not concatenated.ok and "no matrix product ran" in concatenated.message, concatenated
+on_one = _evaluate("06.2", tp(placed=False), course.devices)
+assert not on_one.ok and "no matrix product ran" in on_one.message, on_one
 print("ok")
 """
 

@@ -14,26 +14,47 @@ CLUSTER = {
 }
 
 
-def test_08_1_placement():
+def test_08_4_placement():
     assert _evaluate("08.4", "ps:0").status == RIGHT
     wrong = _evaluate("08.4", "ps:1")
     assert wrong.status == WRONG and "ps:0" not in wrong.message
     assert _evaluate("08.4", 3).status == WRONG
 
 
-def test_08_2_staleness():
+def test_08_4_refuses_an_answer_read_from_the_course_table():
+    from tflearn_helpers import between_graph
+
+    # as a notebook cell: the answer read from the course's placement table, then checked
+    cell = (
+        'answer = {v: d for v, _, d, _ in between_graph.placement(num_ps=3)}["logits/kernel"]\n'
+        'result = _evaluate("08.4", answer)\n'
+    )
+    scope = {"between_graph": between_graph, "_evaluate": _evaluate}
+    exec(compile(cell, "<cell>", "exec"), scope)
+    assert scope["result"].status == WRONG and "course's code" in scope["result"].message
+    assert "ps:0" not in scope["result"].message
+
+
+def test_08_3_staleness():
     def right(before, after):
         return [a - b - 1 for b, a in zip(before, after, strict=True)]
 
     def off_by_one(before, after):
         return [a - b for b, a in zip(before, after, strict=True)]
 
+    def borrowed(before, after):
+        from tflearn_helpers.between_graph_runs import WorkerLog
+
+        return WorkerLog(0, before=before, after=after).staleness
+
     assert _evaluate("08.3", right).status == RIGHT
     assert "own update" in _evaluate("08.3", off_by_one).message
+    assert "course's code" in _evaluate("08.3", borrowed).message
+    assert _evaluate("08.3", lambda before, after: [0, 2, 0]).status == WRONG
     assert _evaluate("08.3", [0, 1]).status == WRONG
 
 
-def test_08_3_evaluator_tf_config():
+def test_08_2_evaluator_tf_config():
     right = json.dumps({"cluster": CLUSTER, "task": {"type": "evaluator", "index": 0}})
     assert _evaluate("08.2", right).status == RIGHT
     chief = json.dumps({"cluster": CLUSTER, "task": {"type": "chief", "index": 0}})
@@ -44,7 +65,7 @@ def test_08_3_evaluator_tf_config():
     assert _evaluate("08.2", bad).status == WRONG
 
 
-def test_08_3_hints_name_the_field():
+def test_08_2_hints_name_the_field():
     no_ps = {k: v for k, v in CLUSTER.items() if k != "ps"}
     bad = json.dumps({"cluster": no_ps, "task": {"type": "evaluator", "index": 0}})
     assert '["cluster"]' in _evaluate("08.2", bad).message
@@ -55,7 +76,7 @@ def test_08_3_hints_name_the_field():
     assert '["worker"]' in wrong.message and "2" not in wrong.message
 
 
-def _graph_builder(setter_kwargs, compute=True, variables=2):
+def _graph_builder(setter_kwargs, compute=True):
     import tensorflow as tf
 
     v1 = tf.compat.v1
@@ -67,34 +88,45 @@ def _graph_builder(setter_kwargs, compute=True, variables=2):
         }
         with v1.device(v1.train.replica_device_setter(**kwargs)):
             x = v1.placeholder(tf.float32, [None, 10])
-            weights = [v1.get_variable(f"w{i}", [10, 10]) for i in range(variables)]
-            if compute:
-                for w in weights:
-                    x = tf.matmul(x, w)
-        return x
+            w, b = v1.get_variable("w", [10, 5]), v1.get_variable("b", [5])
+            return tf.matmul(x, w) + b if compute else x
 
     return build
 
 
-def test_08_4_runs_the_learners_graph_and_checks_placement():
+def test_08_1_runs_the_learners_graph_and_checks_placement():
     right = _graph_builder(
         {"cluster": lambda c, t: c, "worker_device": lambda c, t: f"/job:worker/task:{t}"}
     )
     assert _evaluate("08.1", right).status == RIGHT
     wrong_worker = _graph_builder({"cluster": lambda c, t: c})  # compute on the default worker
     assert "worker" in _evaluate("08.1", wrong_worker).message
-    one_ps = _graph_builder({"ps_tasks": 1, "worker_device": "/job:worker/task:1"})
+    for typed_in in range(2):  # two random workers are asked: a typed-in one is wrong once
+        fixed = _graph_builder(
+            {"cluster": lambda c, t: c, "worker_device": f"/job:worker/task:{typed_in}"}
+        )
+        assert "not on the worker whose graph" in _evaluate("08.1", fixed).message
+    one_ps = _graph_builder({"ps_tasks": 1, "worker_device": lambda c, t: f"/job:worker/task:{t}"})
     assert "one ps task" in _evaluate("08.1", one_ps).message
     no_compute = _graph_builder({"cluster": lambda c, t: c}, compute=False)
-    assert "computed" in _evaluate("08.1", no_compute).message
+    assert "model" in _evaluate("08.1", no_compute).message
 
     def unplaced(cluster, task):
         import tensorflow as tf
 
-        tf.compat.v1.get_variable("w", [3])
+        x = tf.compat.v1.placeholder(tf.float32, [None, 10])
+        w, b = tf.compat.v1.get_variable("w", [10, 5]), tf.compat.v1.get_variable("b", [5])
+        return tf.matmul(x, w) + b
 
     assert "not on a ps task" in _evaluate("08.1", unplaced).message
     assert _evaluate("08.1", 3).status == WRONG
+
+    def course(cluster, task):
+        from tflearn_helpers import between_graph
+
+        return between_graph.build_graph(cluster, task)["loss"]
+
+    assert "course's code" in _evaluate("08.1", course).message
 
     def stub(cluster, task): ...
 

@@ -52,6 +52,49 @@ SCENARIO = textwrap.dedent(
         return make_train_step
 
 
+    def no_run(strategy, model, optimizer):  # the step's work done without strategy.run
+        @tf.function
+        def train_step(iterator):
+            x, y = next(iterator)
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(model(x) - y))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+
+        return train_step
+
+
+    def forward_outside(strategy, model, optimizer):  # only the update runs as a replica
+        @tf.function
+        def train_step(iterator):
+            x, y = next(iterator)
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(model(x) - y))
+            grads = tape.gradient(loss, model.trainable_variables)
+            strategy.run(
+                lambda: optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            )
+            return loss
+
+        return train_step
+
+
+    def all_but_last(strategy, model, optimizer):  # the last bias is never updated
+        def replica_step(x, y):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(model(x) - y))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads[:-1], model.trainable_variables[:-1]))
+            return loss
+
+        @tf.function
+        def train_step(iterator):
+            return strategy.run(replica_step, args=next(iterator))
+
+        return train_step
+
+
     def stub_step(strategy, model, optimizer): ...
 
 
@@ -61,6 +104,9 @@ SCENARIO = textwrap.dedent(
         ("no_update", (dataset_fn, make_step(apply=False))),
         ("runs_out", (finite_dataset_fn, make_step())),
         ("stub", (dataset_fn, stub_step)),
+        ("no_run", (dataset_fn, no_run)),
+        ("forward_outside", (dataset_fn, forward_outside)),
+        ("all_but_last", (dataset_fn, all_but_last)),
     ]:
         result = _evaluate("09.2", answer, coordinator, spec)
         verdicts[name] = [result.status, result.message]
@@ -85,6 +131,10 @@ def test_check_09_2_runs_the_learners_code_on_a_cluster(tmp_path):
     assert verdicts["no_update"][0] == "wrong" and "did not fall" in verdicts["no_update"][1]
     assert verdicts["runs_out"][0] == "wrong" and "ran out" in verdicts["runs_out"][1]
     assert verdicts["stub"][0] == "not attempted"
+    assert verdicts["no_run"][0] == "wrong" and "as each replica" in verdicts["no_run"][1]
+    assert "apply_gradients" not in verdicts["no_run"][1]  # no traceback quoting the code
+    assert "outside strategy.run" in verdicts["forward_outside"][1], verdicts["forward_outside"]
+    assert "never changed" in verdicts["all_but_last"][1], verdicts["all_but_last"]
 
 
 def _base_env():

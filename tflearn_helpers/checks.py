@@ -29,7 +29,9 @@ __all__ = [
     "RIGHT",
     "WRONG",
     "attempted",
+    "cell_course_calls",
     "check",
+    "course_calls",
     "course_code",
     "exercise",
     "learner_source",
@@ -107,6 +109,60 @@ def course_code(fn) -> bool:
     inner = getattr(fn, "python_function", fn)
     code = getattr(inner, "__code__", None)
     return code is not None and Path(code.co_filename).resolve().is_relative_to(_PACKAGE)
+
+
+def _in_package(filename: str, known: dict[str, bool]) -> bool:
+    if filename not in known:
+        known[filename] = Path(filename).resolve().is_relative_to(_PACKAGE)
+    return known[filename]
+
+
+def course_calls(fn, *args):
+    """(``fn(*args)``, the names of this package's functions it ran, in order): however
+    the learner's code reached them (a module attribute, a name imported earlier, a method)."""
+    called: list[str] = []
+    known: dict[str, bool] = {}
+
+    def profile(frame, event, arg):
+        code = frame.f_code
+        if event == "call" and _in_package(code.co_filename, known) and code.co_name[0] != "<":
+            called.append(code.co_name)  # functions and methods, not comprehensions
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        result = fn(*args)
+    finally:
+        sys.setprofile(previous)
+    return result, called
+
+
+def cell_course_calls() -> list[str]:
+    """The names of this package's functions (``check`` and ``ready`` left out) that the
+    notebook cell calling the check refers to: a quick question's cell that reads the course's
+    own table has not reasoned the answer out."""
+    frame = sys._getframe(1)
+    while frame is not None and Path(frame.f_code.co_filename).resolve().is_relative_to(_PACKAGE):
+        frame = frame.f_back
+    if frame is None:
+        return []
+    codes, names = [frame.f_code], set()
+    while codes:
+        code = codes.pop()
+        names.update(code.co_names)
+        codes.extend(c for c in code.co_consts if inspect.iscode(c))
+    found = []
+    for name in sorted(names):
+        value = frame.f_globals.get(name)
+        candidates = [value]
+        if inspect.ismodule(value) and value.__name__.startswith(__package__):
+            candidates = [getattr(value, attr, None) for attr in sorted(names)]
+        found += [
+            f"{c.__module__}.{c.__name__}"
+            for c in candidates
+            if callable(c) and course_code(c) and c.__module__ != __name__
+        ]
+    return sorted(set(found))
 
 
 @contextmanager

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checks import exercise
+from ..checks import course_code, exercise
 
-__all__ = ["compressed_all_reduce"]
+__all__ = ["MUTATIONS", "compressed_all_reduce"]
 
-UPDATE_TOLERANCE = 1e-2  # float16 keeps ~3 significant digits: the update may differ by 1 %
+SUM_TOLERANCE = (
+    1e-2  # float16 keeps ~3 significant digits: the sum may differ by 1 % of its largest
+)
 
 
 class _CountingSend:
@@ -38,17 +40,21 @@ def _index(tensor) -> int:
 
 @exercise("05.1")
 def ring_collectives(reduce_scatter, all_gather, devices):
-    """reduce_scatter(values, devices, send) and all_gather(pieces, devices, send), as rings."""
+    """reduce_scatter(values, devices, send) and all_gather(pieces, devices, send), as rings;
+    run on fresh random tensors of a random length."""
     import tensorflow as tf
 
     n = len(devices)
     if n < 2:
         return "pass the setup cell's devices (course.devices): a ring needs at least two"
-    elements = 6 * n
+    if any(course_code(fn) for fn in (reduce_scatter, all_gather)):
+        return "write both functions yourself: the course's code is not your answer"
+    rng = np.random.default_rng()
+    elements = n * int(rng.integers(2, 9))
     values = []
-    for i, device in enumerate(devices):
+    for device in devices:
         with tf.device(device):
-            values.append(tf.random.stateless_normal([elements], seed=(i, 11)))
+            values.append(tf.constant(rng.standard_normal(elements), tf.float32))
     total = np.sum([v.numpy() for v in values], axis=0).reshape(n, -1)
     owned, problem = _run_ring(reduce_scatter, "reduce_scatter", values, devices, 4 * elements)
     if problem:
@@ -97,29 +103,58 @@ def _ring_problem(send, n: int, size: int, name: str):
     return None
 
 
-class _RecordingContext:
-    """A replica context that records the dtype and size of everything all-reduced."""
-
-    def __init__(self, ctx, calls):
-        self._ctx, self._calls = ctx, calls
-
-    def all_reduce(self, reduce_op, value, options=None):
-        import tensorflow as tf
-
-        self._calls.extend((t.dtype, t.shape.num_elements()) for t in tf.nest.flatten(value))
-        return self._ctx.all_reduce(reduce_op, value, options)
-
-    def __getattr__(self, name):
-        return getattr(self._ctx, name)
-
-
-def _one_step(strategy, reduce_fn, inits, data):
-    """The weights after one SGD step whose gradients go through ``reduce_fn(ctx, grads)``."""
+def _crossings(graph) -> list:
+    """The dtype of every tensor that crosses between devices in a traced graph: each input of
+    a collective op, and each tensor an op on one device reads from an op on another."""
     import tensorflow as tf
 
+    def where(op):
+        spec = tf.DeviceSpec.from_string(op.device or "")
+        return (spec.device_type, spec.device_index) if spec.device_type else None
+
+    found = []
+    for op in graph.get_operations():
+        if op.type.startswith(("Collective", "Nccl")) and op.inputs:
+            found.append(op.inputs[0].dtype)
+            continue
+        for t in op.inputs:
+            if where(t.op) and where(op) and where(t.op) != where(op):
+                found.append(t.dtype)
+    return [dtype for dtype in found if dtype.is_floating]
+
+
+def _replica_problem(strategy):
+    import tensorflow as tf
+
+    if not isinstance(strategy, tf.distribute.Strategy) or strategy.num_replicas_in_sync < 2:
+        return "pass the lesson's MirroredStrategy (two or more replicas) as the second argument"
+    return None
+
+
+def _gradient_step(strategy, reduce_fn, rng):
+    """A traced step on a fresh random model and per-replica batches: (each replica's own
+    gradients, what ``reduce_fn`` made of them, the dtypes that crossed between devices)."""
+    import tensorflow as tf
+
+    # The check's own strategy on the same devices, exchanging by copies between devices: every
+    # MirroredStrategy of a process numbers its collectives from the same key, so collectives of
+    # another shape under a second strategy abort the process's collective executor.
+    strategy = tf.distribute.MirroredStrategy(
+        strategy.extended.worker_devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
+    )
+    d_in, hidden, d_out = (int(k) for k in rng.integers(3, 9, size=3))
     with strategy.scope():
-        weights = [tf.Variable(w) for w in inits]
-    calls, dtypes = [], []
+        weights = [
+            tf.Variable(rng.standard_normal((d_in, hidden)).astype(np.float32)),
+            tf.Variable(rng.standard_normal((hidden, d_out)).astype(np.float32)),
+        ]
+    batch = [rng.standard_normal((strategy.num_replicas_in_sync, 4, k)) for k in (d_in, d_out)]
+    x, y = (
+        strategy.experimental_distribute_values_from_function(
+            lambda ctx, a=a: tf.constant(a[ctx.replica_id_in_sync_group], tf.float32)
+        )
+        for a in batch
+    )
 
     @tf.function
     def step(x, y):
@@ -127,58 +162,130 @@ def _one_step(strategy, reduce_fn, inits, data):
             with tf.GradientTape() as tape:
                 loss = tf.reduce_mean(tf.square(tf.tanh(x @ weights[0]) @ weights[1] - y))
             grads = tape.gradient(loss, weights)
-            reduced = reduce_fn(
-                _RecordingContext(tf.distribute.get_replica_context(), calls), grads
-            )
-            dtypes.extend(g.dtype for g in reduced)  # recorded while tracing
-            for w, g in zip(weights, reduced, strict=True):
-                w.assign_sub(0.5 * tf.cast(g, w.dtype))
+            return grads, reduce_fn(tf.distribute.get_replica_context(), grads)
 
-        strategy.run(replica_step, args=(x, y))
+        return strategy.run(replica_step, args=(x, y))
 
-    step(*data)
-    return [w.numpy() for w in weights], calls, dtypes
+    crossed = _crossings(step.get_concrete_function(x, y).graph)
+    own, reduced = step(x, y)
+    local = lambda value: strategy.experimental_local_results(value)  # noqa: E731
+    return [local(g) for g in own], [local(g) for g in reduced or []], crossed
 
 
 @exercise("05.2")
 def compressed_all_reduce(reduce_fn, strategy):
-    """reduce_fn(ctx, grads) -> the float32 SUM of grads over replicas, sent as float16."""
+    """reduce_fn(ctx, grads) -> the float32 SUM of grads over replicas, sent as float16. Run on
+    a fresh random model and batches; judged by every replica's result and by what crosses
+    between devices in the traced step (collectives and copies), whatever calls made it."""
     import tensorflow as tf
 
-    if not isinstance(strategy, tf.distribute.Strategy) or strategy.num_replicas_in_sync < 2:
-        return "pass the lesson's MirroredStrategy (two or more replicas) as the second argument"
-    inits = [
-        tf.random.stateless_normal([8, 16], seed=(1, 1)),
-        tf.random.stateless_normal([16, 2], seed=(1, 2)),
-    ]
-    per_replica = [
-        strategy.experimental_distribute_values_from_function(
-            lambda ctx, k=k: tf.random.stateless_normal(
-                [4, 8 if k == 0 else 2], seed=(ctx.replica_id_in_sync_group, k)
-            )
-        )
-        for k in range(2)
-    ]
-
-    def plain(ctx, grads):
-        return ctx.all_reduce("SUM", grads)
-
-    start = [w.numpy() for w in inits]
-    expected, plain_calls, _ = _one_step(strategy, plain, inits, per_replica)
-    got, calls, dtypes = _one_step(strategy, reduce_fn, inits, per_replica)
-    if not calls:
-        return "your function never calls ctx.all_reduce: the replicas must exchange gradients"
-    plain_bytes = sum(dt.size * n for dt, n in plain_calls)
-    sent = sum(dt.size * n for dt, n in calls)
-    if any(dt != tf.float32 for dt in dtypes):
+    problem = _replica_problem(strategy)
+    if problem:
+        return problem
+    own, reduced, crossed = _gradient_step(strategy, reduce_fn, np.random.default_rng())
+    if len(reduced) != len(own):
+        return f"return one gradient per variable ({len(own)}), in the order they came"
+    if any(t.dtype != tf.float32 for g in reduced for t in g):
         return "your function returns 16-bit gradients: hand float32 back to the update"
-    if sent > plain_bytes // 2:
-        return f"your all-reduce moves {sent} bytes, the plain one {plain_bytes}: compress first"
-    step = max(float(np.abs(e - s).max()) for e, s in zip(expected, start, strict=True))
-    gap = max(float(np.abs(g - e).max()) for g, e in zip(got, expected, strict=True))
-    if gap > UPDATE_TOLERANCE * step:
-        return (
-            f"your update differs from the plain step's by {gap / step:.1%} of the step "
-            f"(allowed: {UPDATE_TOLERANCE:.0%}): is it the SUM, scaled back exactly?"
-        )
+    if not crossed:
+        return "nothing crosses between the replicas in your step: they must exchange gradients"
+    wide = sorted({dtype.name for dtype in crossed if dtype.size > 2})
+    if wide:
+        return f"{', '.join(wide)} tensors cross between the replicas in your step: compress first"
+    for mine, theirs in zip(reduced, own, strict=True):
+        exact = np.sum([np.asarray(t, np.float64) for t in theirs], axis=0)
+        scale = float(np.abs(exact).max()) or 1.0
+        gap = max(float(np.abs(np.asarray(t) - exact).max()) for t in mine)
+        if gap > SUM_TOLERANCE * scale:
+            return (
+                f"a replica's result differs from the sum of every replica's gradient by "
+                f"{gap / scale:.1%} of its largest value (allowed: {SUM_TOLERANCE:.0%}): is it "
+                "the SUM over all replicas, scaled back exactly?"
+            )
     return None
+
+
+# Wrong answers derived from the solution (solutions/05_communication.ipynb), one plausible
+# mistake each: exercise -> [(name, text of the solution cell, what replaces it)].
+# tests/test_mutations.py applies each to the solution cell and expects "wrong".
+MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
+    "05.1": [
+        (
+            "the sum made on the sender",
+            "with tf.device(devices[right]):\n                chunks[right][c]",
+            "with tf.device(devices[i]):\n                chunks[right][c]",
+        ),
+        (
+            "no tf.device of the receiver",
+            "            with tf.device(devices[right]):\n"
+            "                chunks[right][c] = chunks[right][c] + incoming\n",
+            "            chunks[right][c] = chunks[right][c] + incoming\n",
+        ),
+        (
+            "the mean, not the sum",
+            "return [chunks[i][i] for i in range(n)]",
+            "return [chunks[i][i] / n for i in range(n)]",
+        ),
+        (
+            "sent to the left neighbour",
+            "c, right = (i - 1 - step) % n, (i + 1) % n",
+            "c, right = (i - 1 - step) % n, (i - 1) % n",
+        ),
+        (
+            "the whole tensor sent at each step",
+            "incoming = send(chunks[i][c], i, right)",
+            "incoming = tf.split(send(tf.concat(chunks[i], 0), i, right), n)[c]",
+        ),
+        (
+            "one step fewer",
+            "    for step in range(n - 1):\n        for i in range(n):\n"
+            "            c, right = (i - 1 - step) % n",
+            "    for step in range(n - 2):\n        for i in range(n):\n"
+            "            c, right = (i - 1 - step) % n",
+        ),
+        (
+            "the gathered tensor made on one device",
+            "        with tf.device(devices[i]):\n            gathered.append(",
+            "        if True:\n            gathered.append(",
+        ),
+        (
+            "the pieces in arrival order",
+            "tf.concat([have[i][c] for c in range(n)], 0)",
+            "tf.concat(list(have[i].values()), 0)",
+        ),
+    ],
+    "05.2": [
+        (
+            "no compression",
+            "halves = [tf.cast(g, tf.float16) for g in grads]",
+            "halves = grads",
+        ),
+        (
+            "compressed after the all-reduce",
+            '[tf.cast(g, tf.float32) for g in ctx.all_reduce("SUM", halves)]',
+            '[tf.cast(tf.cast(g, tf.float16), tf.float32) for g in ctx.all_reduce("SUM", grads)]',
+        ),
+        (
+            "cast back to float32 before the exchange",
+            'ctx.all_reduce("SUM", halves)',
+            'ctx.all_reduce("SUM", [tf.cast(h, tf.float32) for h in halves])',
+        ),
+        ("MEAN for SUM", 'ctx.all_reduce("SUM", halves)', 'ctx.all_reduce("MEAN", halves)'),
+        (
+            "float16 handed back",
+            'return [tf.cast(g, tf.float32) for g in ctx.all_reduce("SUM", halves)]',
+            'return ctx.all_reduce("SUM", halves)',
+        ),
+        ("no all-reduce: the replica's own gradient", 'ctx.all_reduce("SUM", halves)', "halves"),
+        (
+            "the replica's own gradient times the replicas",
+            'ctx.all_reduce("SUM", halves)',
+            "[h * ctx.num_replicas_in_sync for h in halves]",
+        ),
+        (
+            "the first gradient only",
+            "halves = [tf.cast(g, tf.float16) for g in grads]",
+            "halves = [tf.cast(g, tf.float16) for g in grads[:1]]",
+        ),
+    ],
+}
