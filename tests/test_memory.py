@@ -246,3 +246,14 @@ def test_transformer_bad_input(kwargs, message):
         transformer_memory.transformer(SHAPE, 8, **kwargs)
     with pytest.raises(ValueError, match="heads"):
         transformer_memory.TransformerShape(256, 128, 64, 5, 2)
+
+
+def test_zero_transient_is_three_copies_of_the_largest_unit():
+    wide = transformer_memory.TransformerShape(vocab=64, seq=8, width=128, heads=4, blocks=8)
+    assert transformer_memory.zero_transient(wide) == 3 * 4 * wide.block_parameters  # a block
+    big_vocab = transformer_memory.TransformerShape(vocab=4096, seq=8, width=64, heads=4, blocks=2)
+    assert transformer_memory.zero_transient(big_vocab) == 3 * 4 * (64 * 4096 + 4096 + 2 * 64)
+    split = transformer_memory.zero_transient(wide, tensor_parallel=2)
+    assert split == 3 * 4 * max(wide.block_parameters // 2, 64 * 128 + 64 + 2 * 128)
+    with pytest.raises(ValueError, match="tensor_parallel"):
+        transformer_memory.zero_transient(wide, tensor_parallel=0)

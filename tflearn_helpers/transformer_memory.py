@@ -1,9 +1,11 @@
 """Lesson 06's Transformer counted from its shape: the bytes one device holds training it,
-with activation recomputation, ZeRO stages 1-3 and tensor parallelism.
+with activation recomputation, ZeRO stages 1-3 and tensor parallelism, and the units a
+sharded step holds whole for a moment (``zero_transient``).
 
 ``memory.profile`` reads a Keras model layer by layer, but attention keeps tensors inside one
 Keras layer (the score matrix) that it cannot see, so the Transformer is counted here from
-its shape. ``benchmarks/sharding_memory.py`` checks it against measured peaks.
+its shape. ``benchmarks/sharding_memory.py`` checks it against measured peaks, and
+``benchmarks/zero_memory.py`` each ZeRO stage's peak per worker, measured in two processes.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from . import validate
 from .memory import Footprint, slots
 
-__all__ = ["TransformerShape", "transformer"]
+__all__ = ["TransformerShape", "transformer", "zero_transient"]
 
 # A pre-LayerNorm Transformer block keeps, per token, float32 vectors of the width D: each
 # LayerNorm its input, two internals (x - mean and 1/std * gamma) and its output (4 + 4);
@@ -87,3 +89,17 @@ def transformer(
         activations=4 * batch * (kept + backward),
         inputs=4 * batch * shape.seq,
     )
+
+
+def zero_transient(shape: TransformerShape, tensor_parallel: int = 1) -> int:
+    """Bytes a data-parallel step holds on top of :func:`transformer`'s footprint at its peak:
+    three float32 copies of its largest unit (a block, the embedding or the head).
+
+    Lesson 06's ZeRO-3 gathers one unit's weights just before use, and in the backward pass
+    holds them with their whole gradient and the buffer the reduce-scatter receives into;
+    its other stages hold a unit's reduced gradient with Adam's temporaries. Measured in
+    two worker processes (lesson 06, ``benchmarks/zero_memory.py``), not derived from FSDP.
+    """
+    validate.counts(tensor_parallel=tensor_parallel)
+    d, v = shape.width, shape.vocab
+    return 3 * 4 * max(shape.block_parameters // tensor_parallel, v * d, d * v + v + 2 * d)
