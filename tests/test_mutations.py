@@ -21,9 +21,9 @@ import pytest
 from mutation_runner import checked_id, mutate, solution_cells, strip_code
 
 from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG
-from tflearn_helpers.exercise_checks import lesson00, lesson01
+from tflearn_helpers.exercise_checks import lesson00, lesson01, lesson07
 
-TABLES = {"00": lesson00.MUTATIONS, "01": lesson01.MUTATIONS}
+TABLES = {"00": lesson00.MUTATIONS, "01": lesson01.MUTATIONS, "07": lesson07.MUTATIONS}
 RUNNER = Path(__file__).with_name("mutation_runner.py")
 CASES = [
     pytest.param(exercise_id, name, id=f"{exercise_id}: {name}")
