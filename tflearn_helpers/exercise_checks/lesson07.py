@@ -161,7 +161,7 @@ class _Job:
         if done.returncode != 0:
             return (
                 "after the warning, the scheduler refused to put your job back in the queue "
-                f"({done.stderr.strip()}): on this cluster, as on many, a job must ask for that"
+                f"({done.stderr.strip()}): on this cluster, as on some, a job must ask for that"
             )
         return None
 
