@@ -308,5 +308,9 @@ def test_zero_transient_is_three_copies_of_the_largest_unit():
     assert transformer_memory.zero_transient(big_vocab) == 3 * 4 * (64 * 4096 + 4096 + 2 * 64)
     split = transformer_memory.zero_transient(wide, tensor_parallel=2)
     assert split == 3 * 4 * max(wide.block_parameters // 2, 64 * 128 + 64 + 2 * 128)
+    vocab_split = transformer_memory.zero_transient(
+        big_vocab, tensor_parallel=4, vocab_parallel=True
+    )
+    assert vocab_split == 3 * 4 * ((64 * 4096 + 4096) // 4 + 2 * 64)  # the head, in quarters
     with pytest.raises(ValueError, match="tensor_parallel"):
         transformer_memory.zero_transient(wide, tensor_parallel=0)

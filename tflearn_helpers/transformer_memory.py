@@ -118,9 +118,12 @@ def _activations(shape, t, recompute, sequence_split, vocab_split) -> int:
     return kept + _SCORE_GRADIENTS * scores // t + 8 * vec // t
 
 
-def zero_transient(shape: TransformerShape, tensor_parallel: int = 1) -> int:
+def zero_transient(
+    shape: TransformerShape, tensor_parallel: int = 1, vocab_parallel: bool = False
+) -> int:
     """Bytes a data-parallel step holds on top of :func:`transformer`'s footprint at its peak:
-    three float32 copies of its largest unit (a block, the embedding or the head).
+    three float32 copies of its largest unit (a block, the embedding or the head), each split
+    over ``tensor_parallel`` devices (the embedding and the head only if ``vocab_parallel``).
 
     Lesson 06's ZeRO-3 gathers one unit's weights just before use, and in the backward pass
     holds them with their whole gradient and the buffer the reduce-scatter receives into;
@@ -128,5 +131,7 @@ def zero_transient(shape: TransformerShape, tensor_parallel: int = 1) -> int:
     two worker processes (lesson 06, ``benchmarks/zero_memory.py``), not derived from FSDP.
     """
     validate.counts(tensor_parallel=tensor_parallel)
-    d, v = shape.width, shape.vocab
-    return 3 * 4 * max(shape.block_parameters // tensor_parallel, v * d, d * v + v + 2 * d)
+    d, v, t = shape.width, shape.vocab, tensor_parallel
+    vocab_split = t if vocab_parallel else 1
+    ends = max(v * d, d * v + v) // vocab_split + 2 * d  # the embedding; the head, its LayerNorm
+    return 3 * 4 * max(shape.block_parameters // t, ends)
