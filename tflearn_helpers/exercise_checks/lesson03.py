@@ -242,3 +242,6 @@ def _compare_gradients(got, want):
             "backward pass receive the gradient of its output?"
         )
     return None
+
+
+MUTATIONS: dict[str, list[tuple[str, str, str]]] = {}

@@ -250,3 +250,6 @@ def _runs_problem(killed, resumed, save_every):
     if any(w["loss"] != resumed[0]["loss"] for w in resumed):
         return "the restarted workers' losses differ: they did not resume as one job"
     return None
+
+
+MUTATIONS: dict[str, list[tuple[str, str, str]]] = {}
