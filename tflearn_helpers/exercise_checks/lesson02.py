@@ -73,6 +73,11 @@ def _pipeline_graph_problem(fn, files: list[str], workers: int, batch: int):
             "your worker reads its files one after another: how does tf.data read several "
             "files at once, in parallel?"
         )
+    if _sharded_after_reading(nodes):
+        return (
+            "your worker opens every file and keeps a share of the records it read: which "
+            "files does it need to open at all?"
+        )
     if not any(op.startswith("ParallelMapDataset") for op in ops):
         return "your records are decoded one at a time: let the map decode several at once"
     for node in nodes:
@@ -83,6 +88,19 @@ def _pipeline_graph_problem(fn, files: list[str], workers: int, batch: int):
             if node.attr["deterministic"].s == b"false":
                 return "your pipeline may hand out the records in another order on each run"
     return None
+
+
+def _sharded_after_reading(nodes) -> bool:
+    """True when a ShardDataset op sits downstream of the interleave that reads the files (a
+    shard upstream of it, or a list of files cut in Python, is what a worker should do)."""
+    by_name = {node.name: node for node in nodes}
+    upstream, node = set(), next(n for n in nodes if n.op.startswith("ParallelInterleave"))
+    while node.input:
+        node = by_name.get(node.input[0].split(":")[0].lstrip("^"))
+        if node is None:
+            break
+        upstream.add(node.name)
+    return any(n.op == "ShardDataset" and n.name not in upstream for n in nodes)
 
 
 @exercise("02.2")
@@ -141,8 +159,10 @@ def synchronized_normalization(fn, strategy):
     if not isinstance(strategy, tf.distribute.Strategy) or strategy.num_replicas_in_sync < 2:
         return "pass a MirroredStrategy with at least two replicas as the second argument"
     n, rng = strategy.num_replicas_in_sync, np.random.default_rng()
-    per_replica, features = int(rng.integers(4, 11)), int(rng.integers(2, 6))
-    x = rng.standard_normal((per_replica * n, features)).astype(np.float32)
+    # three features always: a second MirroredStrategy in the same program (the notebook's
+    # cell run again) numbers its all-reduces afresh, and one of another shape fails there
+    per_replica = int(rng.integers(4, 11))
+    x = rng.standard_normal((per_replica * n, 3)).astype(np.float32)
     x += np.repeat(rng.uniform(-4, 4, n).astype(np.float32), per_replica)[:, None]
     answer = fn(strategy, x)
     if answer is None:
