@@ -344,7 +344,6 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "cuts = [blocks[i] for i in model_parallel.balance(params, K)]",
             "cuts = [blocks[len(blocks) * (i + 1) // K - 1] for i in range(K - 1)]",
         ),
-        ("the weights not copied", "    stage.set_weights(segment.get_weights())\n", ""),
         (
             "optimizers built outside the stage's device scope",
             "        optimizer = keras.optimizers.SGD(0.01, momentum=0.9)\n"
