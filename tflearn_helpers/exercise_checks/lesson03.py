@@ -5,8 +5,9 @@ variable's device), runs the learner's forward function and reads which devices 
 its ops (the per-device graphs TensorFlow ran), compares its output with the unsplit
 model, runs one training step and reads where its backward pass and updates ran and where
 the optimizers keep their variables (slots). 03.3 runs the learner's GPipe schedule on a
-small two-stage model and compares its gradients with one full-batch tape.gradient. Hints
-say what is wrong, never where to cut or what to write.
+small two-stage model, on a fresh batch and number of micro-batches, compares its gradients
+with one full-batch tape.gradient and reads the order of its forward and backward passes.
+Hints say what is wrong, never where to cut or what to write.
 """
 
 from __future__ import annotations
