@@ -10,6 +10,7 @@ cells after it build on. Then the exercise notebook's version of every cell (the
 unfilled) runs in a namespace of its own, and each solution cell runs once in a copy of it:
 an answer written while the earlier ones are not. Each run records the check's verdict and
 what the cells printed. Lines ending ``# SOLUTION ONLY`` are left out, as in the exercises.
+Outside IPython, ``display`` prints and ``%%writefile`` writes its file (``NotebookShell``).
 """
 
 from __future__ import annotations
@@ -77,9 +78,28 @@ def compiled(source: str):
     return compile(code, name, "exec")
 
 
+class NotebookShell:
+    """What the solutions ask of IPython here: ``%%writefile`` (``$name`` expanded from the
+    cell's namespace); ``%pip`` only runs on Colab."""
+
+    def __init__(self, namespace: dict):
+        self.namespace = namespace
+
+    def run_cell_magic(self, magic: str, line: str, cell: str) -> None:
+        if magic != "writefile":
+            raise NotImplementedError(f"%%{magic} is not run outside IPython")
+        path = re.sub(r"\$(\w+)", lambda m: str(self.namespace[m.group(1)]), line.strip())
+        Path(path).write_text(cell)
+
+    def run_line_magic(self, magic: str, line: str) -> None:
+        raise NotImplementedError(f"%{magic} is not run outside IPython")
+
+
 def run_cell(source: str, namespace: dict, capture: bool = True) -> dict:
     """Run one cell; the verdict of the check it calls (if any), its output, its error."""
     namespace.pop("result", None)
+    namespace.setdefault("display", print)
+    namespace["get_ipython"] = lambda: NotebookShell(namespace)
     out, error, start = io.StringIO(), None, time.perf_counter()
     quiet = contextlib.redirect_stdout(out) if capture else contextlib.nullcontext()
     with quiet:
@@ -145,11 +165,13 @@ def main(lesson: str, out_path: str) -> None:
         if exercise_id:
             report["solution"][exercise_id] = run
     stubs: dict = {}
+    stubbed = False  # an earlier cell differs in the exercise notebook
     for source in cells:
         exercise_id = checked_id(source)
-        if exercise_id:
+        if exercise_id and stubbed:  # (else the solution's own run above is this run)
             filled = without_solution_only(source)
             report["filled_alone"][exercise_id] = run_cell(filled, dict(stubs))
+        stubbed = stubbed or strip_code(source) != without_solution_only(source)
         run = run_cell(strip_code(source), stubs)
         if exercise_id:
             report["unfilled"][exercise_id] = run

@@ -7,15 +7,16 @@ from tflearn_helpers import input_pipeline
 from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG, _evaluate
 
 
-def _pipeline(policy):
+def _pipeline(policy, parallel=True):
     """A worker's input pipeline sharded by file (right) or by record (wrong for 02.1)."""
+    fast = {"num_parallel_calls": tf.data.AUTOTUNE, "deterministic": True} if parallel else {}
 
     def fn(files, num_workers, worker_index, batch_size):
         ds = tf.data.Dataset.from_tensor_slices(files)
         if policy == "file":
             ds = ds.shard(num_workers, worker_index)
-        ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=1)
-        ds = ds.map(input_pipeline.record_parser(with_index=True))
+        ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=2, **fast)
+        ds = ds.map(input_pipeline.record_parser(with_index=True), **fast)
         if policy == "data":
             ds = ds.shard(num_workers, worker_index)
         return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)
@@ -29,6 +30,19 @@ def test_02_1():
     assert wrong.status == WRONG and "files" in wrong.message
     assert _evaluate("02.1", ...).status == NOT_ATTEMPTED
     assert _evaluate("02.1", _pipeline("file")(["x"], 1, 0, 1)).status == WRONG  # not callable
+
+
+def test_02_1_reads_the_pipelines_graph_for_parallel_reading_and_decoding():
+    sequential = _evaluate("02.1", _pipeline("file", parallel=False))
+    assert sequential.status == WRONG and "one after another" in sequential.message
+    assert "interleave" not in sequential.message  # the hint does not name the answer
+
+    def one_file_after_another(files, num_workers, worker_index, batch_size):
+        ds = tf.data.TFRecordDataset(files[worker_index::num_workers])
+        ds = ds.map(input_pipeline.record_parser(with_index=True), num_parallel_calls=2)
+        return ds.batch(batch_size).prefetch(1)
+
+    assert "one after another" in _evaluate("02.1", one_file_after_another).message
 
 
 def test_02_2(tmp_path):
@@ -53,6 +67,13 @@ def test_02_2(tmp_path):
 
     assert _evaluate("02.2", restores_nothing).status == WRONG
 
+    def hard_coded_step(directory, model, optimizer):
+        resume(directory, model, optimizer)
+        return 3  # never the saved step: two saves at least, 2 to 5 steps apart
+
+    hint = _evaluate("02.2", hard_coded_step).message
+    assert "not the restored one" in hint and "iterations" not in hint
+
 
 def test_02_3_runs_the_learners_normalization():
     done = run_python("""
@@ -67,14 +88,19 @@ def test_02_3_runs_the_learners_normalization():
                 with s.scope():
                     layer = keras.layers.BatchNormalization(synchronized=synchronized)
                 data = s.experimental_distribute_dataset(tf.data.Dataset.from_tensors(x))
-                out = s.run(lambda v: layer(v, training=True), args=(next(iter(data)),))
-                return np.concatenate([np.asarray(o) for o in s.experimental_local_results(out)])
+                return s.run(lambda v: layer(v, training=True), args=(next(iter(data)),))
             return fn
 
         assert _evaluate("02.3", normalize(True), strategy).ok
         hint = _evaluate("02.3", normalize(False), strategy).message
         assert "own slice" in hint, hint
-        assert "shaped like" in _evaluate("02.3", lambda s, x: x[:2], strategy).message
+        one_device = lambda s, x: keras.layers.BatchNormalization()(x, training=True)
+        assert "one output per replica" in _evaluate("02.3", one_device, strategy).message
+        def whole_batch_each(s, x):
+            with s.scope():
+                layer = keras.layers.BatchNormalization(synchronized=True)
+            return s.run(lambda: layer(tf.constant(x), training=True))
+        assert "shaped" in _evaluate("02.3", whole_batch_each, strategy).message
         assert "returns None" in _evaluate("02.3", lambda s, x: None, strategy).message
         assert _evaluate("02.3", lambda s, x: None, "no").status == "wrong"
         print("ok")
@@ -134,6 +160,20 @@ def test_02_4_judges_the_learners_accumulation():
         assert status == "wrong" and "number of replicas" in hint, hint
         status, hint = message(step(on_replicas=False))
         assert status == "wrong" and "strategy.run" in hint, hint
+
+        def one_large_batch(s, model, optimizer, micro_batches):  # no accumulation
+            def grads_of(x, y):
+                with tf.GradientTape() as tape:
+                    loss = tf.nn.compute_average_loss(per_example(y, model(x, training=True)))
+                return tape.gradient(loss, model.trainable_variables)
+
+            x, y = (tf.concat([tf.concat(s.experimental_local_results(t), 0) for t in parts], 0)
+                    for parts in zip(*micro_batches))
+            g = s.reduce("SUM", s.run(grads_of, args=(x, y)), axis=None)
+            optimizer.apply_gradients(zip(g, model.trainable_variables))
+
+        status, hint = message(one_large_batch)
+        assert status == "wrong" and "one micro-batch at a time" in hint, hint
         status, hint = message(lambda s, m, o, b: None)
         assert status == "wrong" and "never updated" in hint, hint
         assert message(step(), "no strategy")[0] == "wrong"

@@ -1,4 +1,5 @@
 import numpy as np
+from helpers import run_python
 
 from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG, _evaluate
 from tflearn_helpers.exercise_checks.lesson04 import NAMES
@@ -16,30 +17,83 @@ def test_04_1_refuses_a_dict_with_other_keys():
     assert _evaluate("04.1", {"OneDevice": 1}).status == WRONG
 
 
-def test_04_2_accepts_results_and_explains_bad_ones():
-    assert _evaluate("04.2", results()).status == RIGHT
+def build_and_warm_up(strategy):
+    return strategy  # written: 04.2's check reads the results and the models
+
+
+def test_04_2_explains_bad_results():
     bad = results()
     bad["Mirrored"] = ...
-    assert _evaluate("04.2", bad).status == NOT_ATTEMPTED  # a stub left in the answer
+    assert _evaluate("04.2", build_and_warm_up, bad, {}).status == WRONG
+    assert _evaluate("04.2", build_and_warm_up, None, {}).status == NOT_ATTEMPTED  # 04.1 unfilled
     bad["Mirrored"] = [np.zeros(2)]
-    assert "Mirrored" in _evaluate("04.2", bad).message
+    assert "Mirrored" in _evaluate("04.2", build_and_warm_up, bad, {}).message
     slow = results(ms=0.0)
-    assert "positive" in _evaluate("04.2", slow).message
+    assert "positive" in _evaluate("04.2", build_and_warm_up, slow, {}).message
     other = results()
     other["OneDevice"] = ([np.zeros((4, 2))], 1.0)
-    assert "same one" in _evaluate("04.2", other).message
+    assert "same one" in _evaluate("04.2", build_and_warm_up, other, {}).message
+    assert "models" in _evaluate("04.2", build_and_warm_up, results(), {}).message
 
 
-def test_04_3_judges_against_the_learners_own_measurements_without_telling():
+def test_04_2_reads_which_strategy_created_each_models_variables():
+    done = run_python("""
+        from tflearn_helpers import setup_course
+        course = setup_course(devices=2, scale="smoke", verbose=False)
+        import keras, numpy as np, tensorflow as tf
+        from tflearn_helpers.checks import _evaluate
+        from tflearn_helpers.exercise_checks.lesson04 import NAMES
+
+        strategies = [tf.distribute.OneDeviceStrategy(course.devices[0]),
+                      tf.distribute.MirroredStrategy(course.devices),
+                      tf.distribute.experimental.CentralStorageStrategy(course.devices),
+                      tf.distribute.MirroredStrategy(course.devices[:1])]
+
+        def build(strategy, scope=True, compile_in_scope=True):
+            with (strategy.scope() if scope else tf.distribute.get_strategy().scope()):
+                model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+                if compile_in_scope:
+                    model.compile(keras.optimizers.SGD(0.1), "mse")
+            if not compile_in_scope:
+                model.compile(keras.optimizers.SGD(0.1), "mse")
+            model.fit(np.ones((8, 4)), np.ones((8, 2)), batch_size=4, verbose=0)
+            return model
+
+        results = {n: ([np.zeros((4, 2)), np.zeros(2)], 1.0) for n in NAMES}
+        def verdict(**how):
+            models = {s: build(s, **how) for s in strategies}
+            return _evaluate("04.2", build, results, models)
+        assert verdict().ok, verdict()
+        hint = verdict(scope=False).message
+        assert "Where was the model built?" in hint and "scope()" not in hint, hint
+        hint = verdict(compile_in_scope=False).message
+        assert "optimizer" in hint and "scope()" not in hint, hint
+        print("ok")
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ok" in done.stdout
+
+
+def test_04_3_judges_the_learners_function_on_results_it_cannot_know():
     far = results(gap=1e-2)
-    right = {"OneDevice", "Mirrored", "MultiWorkerMirrored"}
+
+    def right(res):
+        base = res["OneDevice"][0]
+        return {
+            name
+            for name, (weights, _) in res.items()
+            if max(float(np.abs(w - b).max()) for w, b in zip(weights, base, strict=True)) <= 1e-5
+        }
+
     assert _evaluate("04.3", right, far).status == RIGHT
-    assert _evaluate("04.3", right - {"OneDevice"}, far).status == RIGHT
-    wrong = _evaluate("04.3", set(NAMES), far)
-    assert wrong.status == WRONG and "CentralStorage" not in wrong.message
-    assert _evaluate("04.3", set(NAMES), results()).status == RIGHT
-    assert "not strategy names" in _evaluate("04.3", {"TPU"}, far).message
-    assert "set" in _evaluate("04.3", "Mirrored", far).message
+    assert _evaluate("04.3", right, results()).status == RIGHT
+    assert _evaluate("04.3", lambda res: right(res) - {"OneDevice"}, far).status == RIGHT
+    typed_in = _evaluate("04.3", lambda res: set(NAMES), results())  # right on its own results
+    assert typed_in.status == WRONG and "check changed" in typed_in.message
+    assert "CentralStorage" not in typed_in.message
+    assert "not strategy names" in _evaluate("04.3", lambda res: {"TPU"}, far).message
+    assert "set" in _evaluate("04.3", lambda res: "Mirrored", far).message
+    assert _evaluate("04.3", right, None).status == NOT_ATTEMPTED  # 04.2 not done yet
 
 
 # -- 04.5: a worker that resumes after a kill ------------------------------------------------
@@ -72,7 +126,11 @@ RESUMED = [(0, _log(6, {7: 3.0, 8: 2.0, 9: 1.0}))] * 2
 
 
 def _verdict(manager=_make_manager, restore=_restore_latest, killed=KILLED, resumed=RESUMED):
-    return _evaluate("04.5", (manager, restore), killed, resumed, 3)
+    def run_job(functions, folder, *extra):  # the two runs' logs, as the workers would print
+        assert functions == (manager, restore) and folder.is_dir()
+        return killed if extra == ("--crash-at", 7) else resumed
+
+    return _evaluate("04.5", (manager, restore), run_job, 3, 7)
 
 
 def test_04_5_accepts_the_chiefs_folder_and_the_newest_restore():

@@ -24,6 +24,9 @@ from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG
 from tflearn_helpers.exercise_checks import (
     lesson00,
     lesson01,
+    lesson02,
+    lesson03,
+    lesson04,
     lesson05,
     lesson06,
     lesson07,
@@ -34,6 +37,9 @@ from tflearn_helpers.exercise_checks import (
 TABLES = {
     "00": lesson00.MUTATIONS,
     "01": lesson01.MUTATIONS,
+    "02": lesson02.MUTATIONS,
+    "03": lesson03.MUTATIONS,
+    "04": lesson04.MUTATIONS,
     "05": lesson05.MUTATIONS,
     "06": lesson06.MUTATIONS,
     "07": lesson07.MUTATIONS,
@@ -56,6 +62,13 @@ SECRETS = {
     "01.2": ["experimental_distribute_dataset", "distribute_datasets_from_function"],
     "01.3": ["compute_average_loss", "scale_regularization_loss", "ReduceOp.SUM"],
     "01.6": ["44.7", "4.472e+07", "44727"],
+    "02.1": ["interleave(", "num_parallel_calls", "deterministic=True"],
+    "02.2": ["latest_checkpoint(", ".iterations"],
+    "02.3": ["synchronized=True", "experimental_distribute_dataset"],
+    "02.4": ["compute_average_loss"],
+    "03.2": ["M >= 27", "M ≥ 27", "27 micro-batches"],
+    "04.2": ["with strategy.scope():"],
+    "04.4": ['"index": index', "json.dumps("],
     "05.1": ["tf.split(", "tf.concat("],
     "05.2": ["tf.cast(", "tf.float16)"],
     "06.1": ["merge_call(", "reduce_to(", "experimental_local_results("],
@@ -69,6 +82,8 @@ SECRETS = {
 SHOWN_ABOVE = {  # printed before the question, these would answer it
     "00.3": re.compile(r"kernel.*(CPU|GPU):\d"),
     "01.6": re.compile(r"44\.7|4\.47e"),
+    # 04.3: the table of each strategy's largest |w - w_OneDevice| used to print above it
+    "04.3": re.compile(r"max \|w - w_one\||took the one-device step"),
     "08.4": re.compile(r"logits/kernel.*ps:\d"),
 }
 
@@ -180,3 +195,10 @@ def test_the_scan_would_have_caught_the_printed_devices_of_00_3():
     printed = "[('dense/kernel', '(4, 3)', 'CPU:0'), ('dense/bias', '(3,)', 'CPU:0')]"
     assert SHOWN_ABOVE["00.3"].search(printed)
     assert not SHOWN_ABOVE["00.3"].search("4 logical CPUs: /job:localhost/.../device:CPU:0")
+
+
+def test_the_scan_would_have_caught_the_gaps_04_3_used_to_print_above_itself():
+    """04.3's cell used to show each strategy's largest weight gap above the question."""
+    printed = "strategy  replicas  first variable on  ms/step  max |w - w_one|\nMirrored  2  CPU:0"
+    assert SHOWN_ABOVE["04.3"].search(printed)
+    assert not SHOWN_ABOVE["04.3"].search("[right] exercise 04.2: well done.")

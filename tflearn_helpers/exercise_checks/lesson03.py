@@ -5,8 +5,9 @@ variable's device), runs the learner's forward function and reads which devices 
 its ops (the per-device graphs TensorFlow ran), compares its output with the unsplit
 model, runs one training step and reads where its backward pass and updates ran and where
 the optimizers keep their variables (slots). 03.3 runs the learner's GPipe schedule on a
-small two-stage model and compares its gradients with one full-batch tape.gradient. Hints
-say what is wrong, never where to cut or what to write.
+small two-stage model, on a fresh batch and number of micro-batches, compares its gradients
+with one full-batch tape.gradient and reads the order of its forward and backward passes.
+Hints say what is wrong, never where to cut or what to write.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ..checks import exercise
 from ..measure import pipeline_bubble
 from ..placement import compute_op_counts, op_devices, parameters_per_device
 
-__all__ = []
+__all__ = ["MUTATIONS"]
 
 #: ResNet-101 has 3 + 4 + 23 + 3 residual blocks.
 RESNET101_BLOCKS = 33
@@ -35,8 +36,9 @@ def resnet101_split(answer):
     hint = _check_model(model) or _check_parameters(model, stages)
     if hint:
         return hint
-    return (
-        _check_forward(model, stages, answer["forward"])
+    return (  # cheapest first; the optimizers again after training (built lazily in the step?)
+        _check_optimizers(stages, answer["optimizers"])
+        or _check_forward(model, stages, answer["forward"])
         or _check_training(stages, answer["train_step"], model)
         or _check_optimizers(stages, answer["optimizers"])
     )
@@ -154,48 +156,70 @@ def micro_batches_for_bubble(answer):
 
 
 class _CountingStage:
-    """A stage for 03.3: a Keras model that records the batch size of every call."""
+    """A stage for 03.3: a Keras model that logs each forward call ("F", its batch size) and
+    each backward pass through its output ("B"), in the order they ran, in ``log``."""
 
-    def __init__(self, model):
-        self.model, self.calls = model, []
+    def __init__(self, model, log: list):
+        self.model, self.log = model, log
+
+    @property
+    def calls(self) -> list[int]:
+        return [size for kind, stage, size in self.log if kind == "F" and stage is self]
 
     @property
     def trainable_variables(self):
         return self.model.trainable_variables
 
     def __call__(self, x, training=False):
-        self.calls.append(int(x.shape[0]))
-        return self.model(x, training=training)
+        import tensorflow as tf
+
+        self.log.append(("F", self, int(x.shape[0])))
+
+        @tf.custom_gradient
+        def logged(y):
+            def backward(dy):
+                self.log.append(("B", self, int(dy.shape[0])))
+                return dy
+
+            return tf.identity(y), backward
+
+        return logged(self.model(x, training=training))
 
 
 @exercise("03.3")
 def gpipe_schedule(gpipe_gradients, devices):
     """gpipe_gradients(stages, devices, x, y, m) -> each stage's gradients, summed over the
-    m micro-batches, of the mean loss over the whole batch (GPipe: all F, then all B)."""
+    m micro-batches, of the mean loss over the whole batch (GPipe: all F, then all B). Run
+    with a fresh batch and m; judged by the gradients, the order of the forward and backward
+    passes, and where the matrix products ran."""
     import keras
+    import numpy as np
     import tensorflow as tf
 
     devices = list(devices)
     if len(devices) < 2:
         return "pass at least two devices for the two stages (the lesson's DEVICES)"
-    stages = _two_stages(devices[:2])
-    x = tf.random.stateless_normal((8, 8), seed=(3, 4))
-    y = tf.constant([0, 1, 2, 3, 4, 0, 1, 2])
+    rng = np.random.default_rng()
+    m, size = int(rng.choice([2, 4])), int(rng.integers(2, 4))
+    log: list = []
+    stages = _two_stages(devices[:2], log)
+    x = tf.constant(rng.standard_normal((m * size, 8)), tf.float32)
+    y = tf.constant(rng.integers(0, 5, m * size), tf.int32)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     with tf.GradientTape() as tape:
         loss = loss_fn(y, stages[1].model(stages[0].model(x)))
     want = tape.gradient(loss, [s.trainable_variables for s in stages])
-    got = gpipe_gradients(stages, devices[:2], x, y, 4)
+    got = gpipe_gradients(stages, devices[:2], x, y, m)
     sizes = [s.calls for s in stages]
-    if sizes != [[2] * 4, [2] * 4]:
+    if sizes != [[size] * m, [size] * m]:
         return (
-            f"the stages saw batches of {sizes[0]} and {sizes[1]} examples; with m=4 and 8 "
-            "examples each stage should run 4 micro-batches of 2"
+            f"the stages saw batches of {sizes[0]} and {sizes[1]} examples; with m={m} and "
+            f"{m * size} examples each stage should run {m} micro-batches of {size}"
         )
-    hint = _compare_gradients(got, want)
+    hint = _compare_gradients(got, want, m) or _schedule_problem(log)
     if hint:
         return hint
-    ran = op_devices(gpipe_gradients, stages, devices[:2], x, y, 4)
+    ran = op_devices(gpipe_gradients, stages, devices[:2], x, y, m)
     matmuls = {device for op, device in ran if "MatMul" in op}  # forward and backward alike
     wanted = {next(iter(parameters_per_device(s.model.weights))) for s in stages}
     if matmuls != wanted:
@@ -206,7 +230,18 @@ def gpipe_schedule(gpipe_gradients, devices):
     return None
 
 
-def _two_stages(devices):
+def _schedule_problem(log: list):
+    """GPipe runs every forward pass before the first backward pass."""
+    order = "".join(kind for kind, _, _ in log)
+    if "BF" in order:
+        return (
+            "a backward pass ran before every forward pass had: in GPipe, when does the first "
+            "backward pass start?"
+        )
+    return None
+
+
+def _two_stages(devices, log: list):
     import keras
     import tensorflow as tf
 
@@ -216,11 +251,11 @@ def _two_stages(devices):
         with tf.device(device):
             stage = keras.Sequential([keras.layers.Dense(width, activation="tanh")])
             stage.build((None, inputs))
-        stages.append(_CountingStage(stage))
+        stages.append(_CountingStage(stage, log))
     return stages
 
 
-def _compare_gradients(got, want):
+def _compare_gradients(got, want, m: int):
     import numpy as np
 
     try:
@@ -234,7 +269,7 @@ def _compare_gradients(got, want):
         return "return one list per stage, each with a gradient for every trainable variable"
     if any(g.shape != w.shape for g, w in pairs):
         return "return one list per stage, the gradients in the order of trainable_variables"
-    if all(np.allclose(g, 4 * w, rtol=1e-4, atol=1e-6) for g, w in pairs):
+    if all(np.allclose(g, m * w, rtol=1e-4, atol=1e-6) for g, w in pairs):
         return "your gradients are m times the full-batch ones: what does each micro-batch weigh?"
     if not all(np.allclose(g, w, rtol=1e-4, atol=1e-6) for g, w in pairs):
         return (
@@ -242,3 +277,128 @@ def _compare_gradients(got, want):
             "backward pass receive the gradient of its output?"
         )
     return None
+
+
+_GPIPE = """    kept = [[] for _ in stages]  # per stage: (tape, input, output) of each micro-batch
+    for xi, yi in zip(xs, ys, strict=True):  # F: every micro-batch through every stage
+        h = xi
+        for s, (stage, device) in enumerate(zip(stages, devices, strict=True)):
+            with tf.device(device), tf.GradientTape() as tape:
+                tape.watch(h)
+                out = stage(h, training=True)
+                if s == len(stages) - 1:
+                    out = loss_fn(yi, out) / m  # this micro-batch's share of the mean loss
+            kept[s].append((tape, h, out))
+            h = out
+    sums = [None] * len(stages)
+    for i in range(m):  # B: last stage first, each on its device
+        out_grad = None
+        for s in reversed(range(len(stages))):
+            tape, h, out = kept[s][i]
+            with tf.device(devices[s]):
+                variables = stages[s].trainable_variables
+                h_grad, *grads = tape.gradient(out, [h, *variables], output_gradients=out_grad)
+                sums[s] = (
+                    grads
+                    if sums[s] is None
+                    else [a + g for a, g in zip(sums[s], grads, strict=True)]
+                )
+            out_grad = h_grad
+"""
+_ONE_AT_A_TIME = """    kept = [[] for _ in stages]
+    sums = [None] * len(stages)
+    for i, (xi, yi) in enumerate(zip(xs, ys, strict=True)):  # F then B, a micro-batch at a time
+        h = xi
+        for s, (stage, device) in enumerate(zip(stages, devices, strict=True)):
+            with tf.device(device), tf.GradientTape() as tape:
+                tape.watch(h)
+                out = stage(h, training=True)
+                if s == len(stages) - 1:
+                    out = loss_fn(yi, out) / m
+            kept[s].append((tape, h, out))
+            h = out
+        out_grad = None
+        for s in reversed(range(len(stages))):
+            tape, h, out = kept[s][i]
+            with tf.device(devices[s]):
+                variables = stages[s].trainable_variables
+                h_grad, *grads = tape.gradient(out, [h, *variables], output_gradients=out_grad)
+                sums[s] = grads if sums[s] is None else [a + g for a, g in zip(sums[s], grads)]
+            out_grad = h_grad
+"""
+# Wrong answers derived from the solution (solutions/03_resnet50_model_parallel.ipynb), one
+# plausible mistake each: exercise -> [(name, text of the solution cell, what replaces it)].
+# tests/test_mutations.py applies each to the solution cell and expects "wrong". 03.1's cell
+# builds ResNet-101 (about 4 s at smoke alone) before the check: its mutations are the ones the
+# check finds before it runs a training step (4-8 s each alone, against 20 s for one found in the
+# training step); tests/test_lesson03_checks.py gives it wrong training steps on a small model.
+MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
+    "03.1": [
+        (
+            "stages built outside their device scope (the seed's belief)",
+            "    with tf.device(device):\n"
+            "        stage = keras.models.clone_model(segment)  # variables created on `device`\n",
+            "    stage = keras.models.clone_model(segment)\n    with tf.device(device):\n",
+        ),
+        (
+            "cut into equal numbers of blocks",
+            "cuts = [blocks[i] for i in model_parallel.balance(params, K)]",
+            "cuts = [blocks[len(blocks) * (i + 1) // K - 1] for i in range(K - 1)]",
+        ),
+        (
+            "optimizers built outside the stage's device scope",
+            "        optimizer = keras.optimizers.SGD(0.01, momentum=0.9)\n"
+            "        optimizer.build(stage.trainable_variables)"
+            "  # its state next to the stage's variables\n",
+            "        pass\n"
+            "    optimizer = keras.optimizers.SGD(0.01, momentum=0.9)\n"
+            "    optimizer.build(stage.trainable_variables)\n",
+        ),
+        (
+            "forward with no device scope",
+            "        with tf.device(device):\n            x = stage(x, training=False)",
+            "        x = stage(x, training=False)",
+        ),
+    ],
+    "03.2": [
+        ("strictly under 10 %", "<= 0.10", "< 0.10"),
+        ("the stages counted as K - 1", "pipeline_bubble(4, m)", "pipeline_bubble(3, m)"),
+        (
+            "the bubble as (K - 1) / M",
+            "measure.pipeline_bubble(4, m) <= 0.10",
+            "3 / m <= 0.10",
+        ),
+        (
+            "a rule of thumb: four micro-batches a stage",
+            "next(m for m in range(1, 1000) if measure.pipeline_bubble(4, m) <= 0.10)",
+            "4 * 4",
+        ),
+    ],
+    "03.3": [
+        (
+            "the micro-batches' losses not scaled",
+            "out = loss_fn(yi, out) / m",
+            "out = loss_fn(yi, out)",
+        ),
+        (
+            "each micro-batch's backward pass straight after its forward pass",
+            _GPIPE,
+            _ONE_AT_A_TIME,
+        ),
+        (
+            "the backward passes on the default device",
+            "            with tf.device(devices[s]):\n                variables",
+            "            if True:\n                variables",
+        ),
+        (
+            "no gradient fed to a stage's output",
+            "output_gradients=out_grad)",
+            "output_gradients=None)",
+        ),
+        (
+            "the batch cut into one micro-batch",
+            "        xs = tf.split(x, m)",
+            "        xs = tf.split(x, 1) * m",
+        ),
+    ],
+}
