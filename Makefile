@@ -107,11 +107,11 @@ test-unit: env legacy-env $(IPROUTE_BINS) $(SLURM_BINS)
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: unit tests" $(BIN)/python -m pytest -q tests \
 		--ignore=tests/test_browser.py --durations=15 -p no:randomly
 
-test-browser: env legacy-env $(CHROMIUM_BINS)
+test-browser: env legacy-env $(CHROMIUM_BINS) $(SLURM_BINS)
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: Run All in JupyterLab (browser)" $(BIN)/python -m \
 		pytest -q tests/test_browser.py -p no:randomly
 
-test-nbval-solutions: env legacy-env
+test-nbval-solutions: env legacy-env $(SLURM_BINS)
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: nbval, solutions" $(BIN)/python -m pytest -q \
 		solutions $(NBVAL)
 
@@ -119,7 +119,7 @@ test-nbval-solutions: env legacy-env
 # nbval above already runs notebooks/ and solutions/ cell by cell on the main stack.
 run-all: run-all-exercises run-all-oldest
 
-run-all-exercises: env
+run-all-exercises: env $(SLURM_BINS)
 	@echo "== Run All: every exercise notebook, unfilled, on the main stack"
 	@TFLEARN_SCALE=smoke $(TIMED) "Run All, exercises, main stack" $(BIN)/python \
 		tools/course.py --folders exercises --out $(RUN_ALL)/main
@@ -130,7 +130,7 @@ run-all-exercises: env
 # (tools/make_exercises.py), so the solutions run every cell they have on this stack, and what
 # an unfilled check says ("not attempted") is plain Python, proved once by run-all-exercises
 # (9 kernels fewer here, ~75 s).
-run-all-oldest: env oldest-env
+run-all-oldest: env oldest-env $(SLURM_BINS)
 	@echo "== Run All: notebooks and solutions on the oldest stack"
 	rm -rf build/wheel build/lib build/bdist.*  # setuptools' build/lib keeps deleted modules
 	$(BIN)/python -m pip wheel $(PIP_FLAGS) --no-deps -w build/wheel .
@@ -145,7 +145,7 @@ run-all-oldest: env oldest-env
 unit: env
 	$(BIN)/python -m pytest -q tests
 
-notebooks: env legacy-env
+notebooks: env legacy-env $(SLURM_BINS)
 	TFLEARN_SCALE=smoke $(BIN)/python -m pytest -q notebooks solutions --nbval-lax \
 		--nbval-cell-timeout=900 --durations=0
 
@@ -154,7 +154,7 @@ notebooks: env legacy-env
 # COURSE_JOBS=1 runs them one after the other (each lesson's time alone). The profile is the
 # default one (gpu with a GPU, else cpu) unless TFLEARN_SCALE says otherwise.
 COURSE_JOBS ?= 2
-course: env legacy-env $(IPROUTE_BINS)
+course: env legacy-env $(IPROUTE_BINS) $(SLURM_BINS)
 	@$(TIMED) "make course: every lesson at the $${TFLEARN_SCALE:-default} profile" \
 		$(BIN)/python tools/course.py --out build --jobs $(COURSE_JOBS)
 
@@ -166,7 +166,7 @@ lab: env legacy-env
 SOAK_RUNS ?= 5
 SOAK_SCALE ?= smoke
 SOAK_ONLY ?=
-soak: env legacy-env $(IPROUTE_BINS)
+soak: env legacy-env $(IPROUTE_BINS) $(SLURM_BINS)
 	@echo "== soak: Run All of every notebook $(SOAK_RUNS) times at $(SOAK_SCALE), two at a time"
 	$(BIN)/python tools/soak.py --runs $(SOAK_RUNS) --scale $(SOAK_SCALE) --only "$(SOAK_ONLY)"
 

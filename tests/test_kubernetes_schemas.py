@@ -1,4 +1,4 @@
-"""Every manifest lesson 04 prints is checked against the schema of its kind, offline.
+"""Every manifest lesson 07 prints is checked against the schema of its kind, offline.
 
 - Job, Service (core kinds): Kubernetes' own OpenAPI schemas, bundled by kubernetes-validate,
   for every Kubernetes version it ships, strict (an unknown field is an error).
@@ -31,13 +31,13 @@ CUSTOM = {
 
 
 def manifests():
-    """What lesson 04 prints, with every option it uses (GPUs, a shared volume, env)."""
+    """What lesson 07 prints, with every option it uses (GPUs, a shared volume, env)."""
     options = dict(gpus_per_worker=1, shared_volume_claim="tflearn", env={"A": "1"})
     k = cluster.kubernetes
     return [
-        *k.indexed_job("mwms-lesson04", 2, "reg/tflearn:1", COMMAND, **options),
-        k.jobset("mwms-lesson04", 2, "reg/tflearn:1", COMMAND, **options),
-        *k.trainjob("mwms-lesson04", 2, "reg/tflearn:1", COMMAND, gpus_per_worker=1),
+        *k.indexed_job("mwms-lesson07", 2, "reg/tflearn:1", COMMAND, **options),
+        k.jobset("mwms-lesson07", 2, "reg/tflearn:1", COMMAND, **options),
+        *k.trainjob("mwms-lesson07", 2, "reg/tflearn:1", COMMAND, gpus_per_worker=1),
     ]
 
 

@@ -26,6 +26,7 @@ from tflearn_helpers.exercise_checks import (
     lesson01,
     lesson05,
     lesson06,
+    lesson07,
     lesson08,
     lesson09,
 )
@@ -35,6 +36,7 @@ TABLES = {
     "01": lesson01.MUTATIONS,
     "05": lesson05.MUTATIONS,
     "06": lesson06.MUTATIONS,
+    "07": lesson07.MUTATIONS,
     "08": lesson08.MUTATIONS,
     "09": lesson09.MUTATIONS,
 }

@@ -108,6 +108,23 @@ def test_sbatch_runs_a_batch_script_on_two_nodes(cluster, tmp_path):
 
 
 @needs_slurm
+def test_a_requeued_job_runs_again_within_seconds(cluster):
+    """A requeue waits cred_expire (120 s by default) and a scheduling pass (60 s): both
+    short here."""
+    job = cluster.run([*SLEEPER[:4], "--requeue", "--wrap", "srun true"]).stdout.strip()
+    assert cluster.wait_job(job, timeout=60) == "COMPLETED"
+    began = time.monotonic()
+    cluster.run(["scontrol", "requeue", job])
+    processes.wait_until(
+        lambda: "Restarts=1" in cluster.run(["scontrol", "show", "job", job]).stdout,
+        10,
+        "the requeue to count",
+    )
+    assert cluster.wait_job(job, timeout=60) == "COMPLETED"
+    assert time.monotonic() - began < 30
+
+
+@needs_slurm
 def test_on_a_private_network_two_nodes_are_two_hosts(cluster):
     """Each node its own address: a task on each node listens on the same port and reaches
     the other by its node name (on a shared loopback the second bind would fail)."""

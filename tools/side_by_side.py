@@ -97,6 +97,7 @@ FIRST_RUN_SECONDS = {
         ("08_parameter_servers_estimator_era", 100), ("03_resnet50_model_parallel", 87),
         ("00_devices_and_setup", 76), ("08b_estimator_legacy", 38),
         ("01_mirrored_strategy", 35), ("06_sharding_and_memory", 22),
+        ("07_clusters", 60),  # measured on its own branch, 2026-12-04 (docs/MEASURED.md)
     ]
 }  # fmt: skip
 

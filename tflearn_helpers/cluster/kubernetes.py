@@ -1,4 +1,4 @@
-"""Kubernetes manifests for a multi-worker job (taught in lesson 04). Nothing here talks to a
+"""Kubernetes manifests for a multi-worker job (taught in lesson 07). Nothing here talks to a
 cluster: it writes plain dicts; ``yaml.safe_dump_all`` turns them into text for ``kubectl apply``.
 
 From the same worker list LocalCluster runs on localhost:

@@ -49,6 +49,9 @@ _SBIN = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _FINISHED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
              "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}  # fmt: skip
 _NETWORKS = ("auto", "private", "loopback")
+# A requeued job may start again cred_expire seconds after the requeue (120 by default), at
+# the next scheduling pass (every 60 s by default): a requeue here takes seconds, not minutes
+_CRED_EXPIRE, _SCHED_INTERVAL = 5, 1
 
 
 class SlurmNotInstalledError(RuntimeError):
@@ -198,10 +201,12 @@ class LocalSlurm:
         lines = [
             "ClusterName=tflearn", f"SlurmctldHost={host}({controller})",
             f"SlurmctldPort={self.ports[0]}", f"SlurmUser={user}", f"SlurmdUser={user}",
-            "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={f}/munge.socket",
+            "AuthType=auth/munge", "CredType=cred/munge",
+            f"AuthInfo=socket={f}/munge.socket,cred_expire={_CRED_EXPIRE}",
             "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none",
             "SelectType=select/cons_tres", "SelectTypeParameters=CR_CPU",
             "SlurmdParameters=config_overrides", "MpiDefault=none", "ReturnToService=2",
+            f"SchedulerParameters=sched_interval={_SCHED_INTERVAL}",
             "JobCompType=jobcomp/none", "AccountingStorageType=accounting_storage/none",
             "JobAcctGatherType=jobacct_gather/none", "InactiveLimit=0", "KillWait=5",
             f"StateSaveLocation={f}/state", f"SlurmdSpoolDir={f}/spool/%n",

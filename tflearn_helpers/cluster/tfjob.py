@@ -1,4 +1,4 @@
-"""The legacy Kubeflow Training Operator v1 ``TFJob`` of a multi-worker job (lesson 04): the
+"""The legacy Kubeflow Training Operator v1 ``TFJob`` of a multi-worker job (lesson 07): the
 operator writes each pod's TF_CONFIG itself. Part of ``kubernetes.manifests``; the current
 forms (Indexed Job, JobSet, TrainJob) are in :mod:`.kubernetes`.
 """

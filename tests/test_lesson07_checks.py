@@ -1,0 +1,103 @@
+"""Lesson 07's checks: the batch script's options as sbatch reads them, the hints given before
+anything is submitted, and (where Slurm is installed) a right script and a right task on a
+real local cluster. tests/test_mutations.py answers every wrong variant of the solutions."""
+
+from pathlib import Path
+
+import pytest
+
+from tflearn_helpers.checks import check
+from tflearn_helpers.cluster import slurm
+from tflearn_helpers.exercise_checks.lesson07 import batch_script, resuming_task, sbatch_options
+
+GOOD = """#!/bin/bash
+#SBATCH --job-name=mwms
+#SBATCH -N 2
+#SBATCH --ntasks-per-node=1 --time=00:10:00  # two options on one line
+#SBATCH --output=%x-%j.out
+#SBATCH --signal=USR1@60
+#SBATCH --requeue
+srun python worker.py "$@"
+#SBATCH --nodes=9
+"""
+
+
+def test_sbatch_options_are_read_until_the_first_command():
+    options = sbatch_options(GOOD)
+    assert options == {
+        "job-name": "mwms", "nodes": "2", "ntasks-per-node": "1", "time": "00:10:00",
+        "output": "%x-%j.out", "signal": "USR1@60", "requeue": "",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("script", "hint"),
+    [
+        (GOOD.replace("#!/bin/bash\n", ""), "#!/bin/bash"),
+        (GOOD.replace("srun python", "python"), "in every task"),
+        (GOOD.replace("#SBATCH --signal=USR1@60\n", ""), "warns the tasks"),
+        (GOOD.replace("USR1@60", "B:USR1@60"), "batch shell only"),
+        (GOOD.replace("USR1@60", "INT@60"), "INT@60"),
+        (GOOD.replace("#SBATCH --output=%x-%j.out\n", ""), "output file"),
+        (42, "as a string"),
+    ],
+)
+def test_a_wrong_script_gets_its_hint_before_any_job(script, hint):
+    assert hint in batch_script(script, cluster=None)  # no cluster needed to say so
+
+
+def test_a_task_that_is_not_a_readable_function_is_refused():
+    assert "pass your function" in resuming_task(3, cluster=None)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    if slurm.missing_programs():
+        pytest.skip(f"Slurm is not installed ({slurm.INSTALL_COMMAND})")
+    with slurm.LocalSlurm(nodes=2, extra_config="JobRequeue=0") as started:
+        yield started
+
+
+def test_a_right_script_is_right_on_a_real_cluster(cluster):
+    result = check("07.1", GOOD, cluster)
+    assert result.ok, result.message
+
+
+def test_a_task_that_resumes_is_right(cluster):
+    def run_task(folder, steps, save_every, warned, train_one_step):
+        import tensorflow as tf
+
+        step = tf.Variable(0, dtype=tf.int64)
+        weights = tf.Variable(0.0, dtype=tf.float64)
+        checkpoint = tf.train.Checkpoint(step=step, weights=weights)
+        manager = tf.train.CheckpointManager(checkpoint, folder, max_to_keep=2)
+        checkpoint.restore(manager.latest_checkpoint)
+        while step < steps:
+            train_one_step(step, weights)
+            stop = warned()
+            if step % save_every == 0 or stop:
+                manager.save(checkpoint_number=int(step))
+            if stop:
+                return
+
+    result = check("07.2", run_task, cluster)
+    assert result.ok, result.message
+
+
+def test_lesson_07_runs_to_the_end_without_slurm(tmp_path):
+    """Where LocalSlurm cannot start (no Slurm, not root, no namespaces) the lesson says so in
+    its first cells and still runs to the end, its runs skipped."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "07_clusters.ipynb"
+    lesson = nbformat.read(str(path), as_version=4)
+    setup = [c for c in lesson.cells if "slurm.start()" in c.source]
+    assert len(setup) == 1
+    missing = "    raise cluster.slurm.SlurmNotInstalledError('not installed (this test)')\n"
+    setup[0].source = setup[0].source.replace("    slurm.start()\n", missing)
+    NotebookClient(lesson, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()  # fmt: skip
+    printed = [o.get("text", "") for c in lesson.cells if c.cell_type == "code" for o in c.outputs]
+    assert any("No Slurm cluster here (not installed (this test))" in text for text in printed)
+    assert not any("submitted job" in text for text in printed)
