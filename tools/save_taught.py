@@ -64,7 +64,12 @@ def destination_of(spec: str, root: Path = ROOT) -> Path:
 def marked(path: Path, root: Path = ROOT) -> list[Taught]:
     """Every ``#@save`` definition of one notebook, in the order of its cells."""
     cells = [python_of(c.source) for c in read(path).cells if c.cell_type == "code"]
-    imported = _imports("\n".join(cells))
+    imported = {}
+    for source in cells:
+        try:
+            _imports(source, imported)
+        except SyntaxError:  # a %%writefile of another language (a Slurm batch script)
+            continue
     found = []
     for source in cells:
         if "@save" not in source:
@@ -100,10 +105,10 @@ def _taught(node, lines, imported, path: Path, spec: str, root: Path) -> Taught:
     )
 
 
-def _imports(source: str) -> dict[str, tuple[str, ...]]:
+def _imports(source: str, found: dict) -> dict[str, tuple[str, ...]]:
     """Name -> the statements that bind it at a notebook's top level: its import, or an alias
-    of an imported module (``v1 = tf.compat.v1``) after the import it needs."""
-    found = {}
+    of an imported module (``v1 = tf.compat.v1``) after the import it needs; added to
+    ``found`` (the earlier cells' names)."""
     for node in ast.parse(source).body:
         if isinstance(node, ast.Import | ast.ImportFrom):
             for alias in node.names:
