@@ -1,5 +1,6 @@
 """Lesson 06's Transformer counted from its shape: the bytes one device holds training it,
-with activation recomputation, ZeRO stages 1-3 and tensor parallelism, and the units a
+with activation recomputation, ZeRO stages 1-3, Megatron's tensor, sequence and vocabulary
+parallelism and mixed precision, and the units a
 sharded step holds whole for a moment (``zero_transient``).
 
 ``memory.profile`` reads a Keras model layer by layer, but attention keeps tensors inside one
@@ -23,7 +24,7 @@ __all__ = ["TransformerShape", "transformer", "zero_transient"]
 # after GELU (8). Of those, attention's 5 and the MLP's 8 split over tensor-parallel devices.
 # Per head it keeps the score matrix twice (softmax's output, and the copy the second einsum
 # transposes), and its backward holds one more T x T gradient per head at a time.
-_BLOCK_REPLICATED, _BLOCK_SPLIT, _ATTENTION_SPLIT, _SCORES, _SCORE_GRADIENTS = 8, 13, 5, 2, 1
+_BLOCK_SPLIT, _ATTENTION_SPLIT, _SCORES, _SCORE_GRADIENTS = 13, 5, 2, 1
 
 
 @dataclass(frozen=True)
@@ -60,40 +61,69 @@ def transformer(
     replicas: int = 1,
     zero: int = 0,
     tensor_parallel: int = 1,
+    sequence_parallel: bool = False,
+    vocab_parallel: bool = False,
+    precision: str = "float32",
 ) -> Footprint:
-    """Bytes one device holds training ``shape`` (float32) on ``batch`` examples per replica.
+    """Bytes one device holds training ``shape`` on ``batch`` examples per replica.
 
     ``recompute``: each block keeps only its input (``tf.recompute_grad``) and recomputes
     the rest in its backward pass, where the peak is its attention part. ``zero`` (stage
     1/2/3 over ``replicas``): optimizer state / gradients / parameters held 1/N each.
-    ``tensor_parallel``: blocks' matrices and heads split over that many devices.
+    ``tensor_parallel``: blocks' matrices and heads split over that many devices;
+    ``sequence_parallel``: the LayerNorm and residual activations split by token too (all but
+    the gathered LayerNorm output); ``vocab_parallel``: the embedding, the head and its logits
+    split by vocabulary (Megatron-LM). ``precision="mixed"``: 16-bit weights, gradients and
+    activations, and a float32 master copy of the weights counted with the optimizer state:
+    2 + 2 + 12 bytes per parameter with Adam (Rajbhandari et al. 2020).
     """
     validate.counts(batch=batch, replicas=replicas, tensor_parallel=tensor_parallel)
     if zero not in (0, 1, 2, 3):
         raise ValueError(f"zero is a ZeRO stage, 0 (plain data parallel) to 3, got {zero!r}")
     if shape.heads % tensor_parallel:
         raise ValueError(f"{shape.heads} heads do not split over {tensor_parallel} devices")
-    t, vec, scores = tensor_parallel, shape.seq * shape.width, shape.heads * shape.seq**2
-    rest = shape.parameters - shape.blocks * shape.block_parameters
-    params = rest + shape.blocks * shape.block_parameters // t
-    block = _BLOCK_REPLICATED * vec + (_BLOCK_SPLIT * vec + _SCORES * scores) // t
-    attention = (_BLOCK_REPLICATED // 2) * vec + (_ATTENTION_SPLIT * vec + _SCORES * scores) // t
-    kept = shape.blocks * vec + attention if recompute else shape.blocks * block
-    kept += 4 * vec + 2 * shape.seq * shape.vocab  # final LayerNorm; logits and softmax
-    backward = _SCORE_GRADIENTS * scores // t + 8 * vec // t
+    if precision not in _BYTES:
+        raise ValueError(f"precision is one of {sorted(_BYTES)}, got {precision!r}")
+    t, vocab_split = tensor_parallel, tensor_parallel if vocab_parallel else 1
+    if (sequence_parallel and shape.seq % t) or shape.vocab % vocab_split:
+        raise ValueError(f"seq {shape.seq} or vocab {shape.vocab} does not split over {t} devices")
+    d, v = shape.width, shape.vocab
+    params = shape.blocks * shape.block_parameters // t + 2 * d + (2 * v * d + v) // vocab_split
     share = [1 if zero < stage else replicas for stage in (3, 2, 1)]
+    width, master = _BYTES[precision]  # bytes per weight, gradient and activation; master copy
+    kept = _activations(shape, t, recompute, t if sequence_parallel else 1, vocab_split)
     return Footprint(
-        parameters=4 * -(-params // share[0]),
-        gradients=4 * -(-params // share[1]),
-        optimizer=4 * slots(optimizer) * -(-params // share[2]),
-        activations=4 * batch * (kept + backward),
+        parameters=width * -(-params // share[0]),
+        gradients=width * -(-params // share[1]),
+        optimizer=(master + 4 * slots(optimizer)) * -(-params // share[2]),
+        activations=width * batch * kept,
         inputs=4 * batch * shape.seq,
     )
 
 
-def zero_transient(shape: TransformerShape, tensor_parallel: int = 1) -> int:
+# precision: (bytes of a weight, a gradient and an activation; bytes of the master weight)
+_BYTES = {"float32": (4, 0), "mixed": (2, 4)}
+
+
+def _activations(shape, t, recompute, sequence_split, vocab_split) -> int:
+    """Activation elements one example keeps at the peak (see the table above ``_SCORES``)."""
+    vec, scores = shape.seq * shape.width, shape.heads * shape.seq**2
+    # sequence parallelism: each LayerNorm's input and two internals split by token, its
+    # output is all-gathered and kept whole (1 of its 4)
+    norm = 3 * vec // sequence_split + vec
+    block = 2 * norm + (_BLOCK_SPLIT * vec + _SCORES * scores) // t
+    attention = norm + (_ATTENTION_SPLIT * vec + _SCORES * scores) // t
+    kept = shape.blocks * vec // sequence_split + attention if recompute else shape.blocks * block
+    kept += norm + 2 * shape.seq * shape.vocab // vocab_split  # final LayerNorm; logits, softmax
+    return kept + _SCORE_GRADIENTS * scores // t + 8 * vec // t
+
+
+def zero_transient(
+    shape: TransformerShape, tensor_parallel: int = 1, vocab_parallel: bool = False
+) -> int:
     """Bytes a data-parallel step holds on top of :func:`transformer`'s footprint at its peak:
-    three float32 copies of its largest unit (a block, the embedding or the head).
+    three float32 copies of its largest unit (a block, the embedding or the head), each split
+    over ``tensor_parallel`` devices (the embedding and the head only if ``vocab_parallel``).
 
     Lesson 06's ZeRO-3 gathers one unit's weights just before use, and in the backward pass
     holds them with their whole gradient and the buffer the reduce-scatter receives into;
@@ -101,5 +131,7 @@ def zero_transient(shape: TransformerShape, tensor_parallel: int = 1) -> int:
     two worker processes (lesson 06, ``benchmarks/zero_memory.py``), not derived from FSDP.
     """
     validate.counts(tensor_parallel=tensor_parallel)
-    d, v = shape.width, shape.vocab
-    return 3 * 4 * max(shape.block_parameters // tensor_parallel, v * d, d * v + v + 2 * d)
+    d, v, t = shape.width, shape.vocab, tensor_parallel
+    vocab_split = t if vocab_parallel else 1
+    ends = max(v * d, d * v + v) // vocab_split + 2 * d  # the embedding; the head, its LayerNorm
+    return 3 * 4 * max(shape.block_parameters // t, ends)
