@@ -30,6 +30,8 @@ def test_every_copy_in_the_repository_is_what_its_lesson_writes():
 def test_the_package_has_no_hand_kept_copy_of_a_saved_definition():
     """A name a lesson saves exists once in its destination: inside the generated region."""
     for dest, text in save_taught.generate().items():
+        if save_taught.BEGIN not in text:
+            continue  # a whole program, generated
         head, rest = text.split(save_taught.BEGIN, 1)
         region, tail = rest.split(save_taught.END, 1)
         for name in save_taught._module_names(region.replace("# Defined", "#")):
