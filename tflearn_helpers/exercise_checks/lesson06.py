@@ -17,7 +17,7 @@ from .. import sharding
 from ..checks import course_code, exercise
 from ..placement import PLUMBING_OPS, op_devices, short_device
 
-__all__ = ["MUTATIONS", "zero1", "zero3_unit"]
+__all__ = ["MUTATIONS", "zero1"]
 
 
 def _local(strategy, variable):
