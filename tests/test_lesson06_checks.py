@@ -168,11 +168,15 @@ strategy = tf.distribute.MirroredStrategy(
 )
 
 
-def zero3(wrap=True, regather=True, scatter=True, direct=False, ordered=False, recompute=True):
+def zero3(
+    wrap=True, regather=True, scatter=True, direct=False, ordered=False, recompute=True,
+    sliced=False,
+):
     # The solution, and wrong answers derived from it: no custom gradient (the outer tape
     # records the gather), the backward reusing the forward's gathered weights, the forward's
-    # own tape kept for the backward, the whole gradient all-reduced; right answers written
-    # another way: the gather as copies in merge_call, control dependencies as in the lesson.
+    # own tape kept for the backward, the whole gradient all-reduced (or each slice); right
+    # answers written another way: the gather as copies in merge_call, control dependencies as
+    # in the lesson.
 
     def gather(shard):
         ctx = tf.distribute.get_replica_context()
@@ -195,6 +199,8 @@ def zero3(wrap=True, regather=True, scatter=True, direct=False, ordered=False, r
         n, r = ctx.num_replicas_in_sync, tf.get_static_value(ctx.replica_id_in_sync_group)
         if not scatter:
             return tf.split(ctx.all_reduce("sum", grad), n)[r]
+        if sliced:  # each slice all-reduced: device 0 sums them all
+            return [ctx.all_reduce("sum", p) for p in tf.split(grad, n)][r]
 
         def to_owners(strategy, *pieces):
             devices = strategy.extended.worker_devices
@@ -240,8 +246,9 @@ for wrong, words in (
     (zero3(wrap=False), "keeps a tensor of"),
     (zero3(regather=False), "keeps a tensor of"),
     (zero3(recompute=False), "keeps a tensor of"),
-    (zero3(scatter=False), "sums the whole gradient"),
-    (zero3(direct=True, scatter=False), "sums the whole gradient"),
+    (zero3(scatter=False), "summed in one place"),
+    (zero3(direct=True, scatter=False), "summed in one place"),
+    (zero3(sliced=True), "summed in one place"),
 ):
     result = _evaluate("06.3", wrong, strategy)
     assert not result.ok and words in result.message, result.message

@@ -234,13 +234,42 @@ def _size(tensor) -> int:
     return tensor.shape.num_elements() or 0
 
 
-def _zero3_problem(graph_of, limit: int):
+def _reached(op, seen: dict) -> set:
+    """The ops that read, by data, what ``op`` computes (directly or not), ``op`` included."""
+    if op not in seen:
+        found, todo = set(), [op]
+        while todo:
+            this = todo.pop()
+            if this not in found:
+                found.add(this)
+                todo.extend(c for t in this.outputs for c in t.consumers())
+        seen[op] = found
+    return seen[op]
+
+
+def _sums_per_device(backward, seeds) -> dict:
+    """Per device, the values of the backward pass where the gradients of two or more
+    replicas first meet (an op reading them, none of whose inputs has met them already): the
+    sums a reduction computes there. Copies and an all-to-all's buffer move slices, not sums."""
+    seen: dict = {}
+    reach = [_reached(seed, seen) for seed in seeds]
+
+    def meets(op):
+        return sum(op in r for r in reach) > 1
+
+    sums: dict[str, int] = {}
+    for op in backward:
+        if op.type not in _MOVES and meets(op) and not any(meets(t.op) for t in op.inputs):
+            sums[op.device] = sums.get(op.device, 0) + max(map(_size, op.outputs), default=0)
+    return sums
+
+
+def _zero3_problem(graph_of, limit: int, shard: int):
     """A hint when the traced step keeps a tensor larger than ``limit`` values from its
-    forward pass for its backward pass, or holds in its backward pass a tensor larger than
-    ``limit`` summed over more than one replica; ``graph_of`` lists each replica's
-    (output, gradients, incoming gradient) tensors."""
-    outputs = [y for y, _, _ in graph_of]
-    forward = _ancestors(outputs)
+    forward pass for its backward pass, or when a device sums more than a ``shard`` of
+    gradient over replicas; ``graph_of`` lists each replica's (output, gradients, incoming
+    gradient) tensors."""
+    forward = _ancestors([y for y, _, _ in graph_of])
     backward = _ancestors([g for _, grads, _ in graph_of for g in grads]) - forward
     kept = {t.name: _size(t) for op in backward for t in op.inputs if t.op in forward}
     largest = max((v for v in kept.values() if v > limit), default=0)
@@ -252,16 +281,14 @@ def _zero3_problem(graph_of, limit: int):
             "Only the shard may live from one pass to the other: is the outer tape recording "
             "the gathered weights, or does the backward reuse what the forward gathered?"
         )
-    seeds = [dy.op for _, _, dy in graph_of]
-    for op in backward:  # a copy or an all-to-all's buffer holds slices, not their sum
-        if op.type not in _MOVES and max(map(_size, op.outputs), default=0) > limit:
-            before = _ancestors(op.outputs)
-            if sum(seed in before for seed in seeds) > 1:
-                return (
-                    "the gradients are right, but the backward pass sums the whole gradient "
-                    "of the weights over the replicas, so every replica holds all of it: "
-                    "each replica should receive only the sum of its own shard"
-                )
+    sums = _sums_per_device(backward, [dy.op for _, _, dy in graph_of])
+    if max(sums.values(), default=0) > shard:
+        return (
+            f"the gradients are right, but one device sums {max(sums.values())} values of "
+            f"gradient over the replicas, more than a shard ({shard}): the whole "
+            "gradient is summed in one place. Each replica should receive only the sum of its "
+            "own shard"
+        )
     return None
 
 
@@ -367,7 +394,7 @@ def zero3_unit(zero3, strategy):
         (y, s if s.size else None, x if x.size else None) for y, s, x in zip(*local, strict=True)
     ]
     return _zero3_values_problem(got, _zero3_reference(forward, full, xs, dys), n) or (
-        _zero3_problem(traced, limit)
+        _zero3_problem(traced, limit, full.size // n)
     )
 
 
@@ -484,6 +511,11 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "each replica's own gradient sliced, not summed",
             "return ctx.merge_call(to_owners, args=tuple(tf.split(grad, n)))[r]",
             "return tf.split(grad, n)[r]",
+        ),
+        (
+            "each slice all-reduced, only the own slice kept",
+            "return ctx.merge_call(to_owners, args=tuple(tf.split(grad, n)))[r]",
+            'return [ctx.all_reduce("sum", p) for p in tf.split(grad, n)][r]',
         ),
         ("MEAN for SUM in the reduce-scatter", 'reduce_to("sum", p, d)', 'reduce_to("mean", p, d)'),
         (
