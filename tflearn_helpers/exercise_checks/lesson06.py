@@ -227,40 +227,38 @@ def _ancestors(tensors) -> set:
     return seen
 
 
-_MOVES = {"Identity", "IdentityN", "Reshape", "CollectiveAllToAllV2", "CollectiveAllToAllV3"}
+# ops that move or join values without adding them (a copy, a gather's concat, an all-to-all)
+_MOVES = {
+    *("Identity", "IdentityN", "Reshape", "ConcatV2", "Concat", "Pack"),
+    *("CollectiveAllToAllV2", "CollectiveAllToAllV3"),
+}
 
 
 def _size(tensor) -> int:
     return tensor.shape.num_elements() or 0
 
 
-def _reached(op, seen: dict) -> set:
-    """The ops that read, by data, what ``op`` computes (directly or not), ``op`` included."""
-    if op not in seen:
-        found, todo = set(), [op]
-        while todo:
-            this = todo.pop()
-            if this not in found:
-                found.add(this)
-                todo.extend(c for t in this.outputs for c in t.consumers())
-        seen[op] = found
-    return seen[op]
+def _made_on(tensor) -> str | None:
+    """The device of the op that computed ``tensor``'s values, looking through copies and
+    reshapes; None for a constant or an op without a device (an input)."""
+    while tensor.op.type in ("Identity", "Reshape", "IdentityN") and tensor.op.inputs:
+        index = tensor.value_index if tensor.op.type == "IdentityN" else 0
+        tensor = tensor.op.inputs[index]
+    if tensor.op.type == "Const" or not tensor.op.device:
+        return None
+    return short_device(tensor.op.device)
 
 
-def _sums_per_device(backward, seeds) -> dict:
-    """Per device, the values of the backward pass where the gradients of two or more
-    replicas first meet (an op reading them, none of whose inputs has met them already): the
-    sums a reduction computes there. Copies and an all-to-all's buffer move slices, not sums."""
-    seen: dict = {}
-    reach = [_reached(seed, seen) for seed in seeds]
-
-    def meets(op):
-        return sum(op in r for r in reach) > 1
-
+def _sums_per_device(backward) -> dict:
+    """Per device, the values the backward pass computes there from values computed on two or
+    more devices: the sums a reduction over replicas makes (a copy, a concatenation or an
+    all-to-all only moves values, and is not counted)."""
     sums: dict[str, int] = {}
     for op in backward:
-        if op.type not in _MOVES and meets(op) and not any(meets(t.op) for t in op.inputs):
-            sums[op.device] = sums.get(op.device, 0) + max(map(_size, op.outputs), default=0)
+        made = {_made_on(t) for t in op.inputs} - {None}
+        if op.type not in _MOVES and len(made) > 1:
+            where = short_device(op.device)
+            sums[where] = sums.get(where, 0) + max(map(_size, op.outputs), default=0)
     return sums
 
 
@@ -281,7 +279,7 @@ def _zero3_problem(graph_of, limit: int, shard: int):
             "Only the shard may live from one pass to the other: is the outer tape recording "
             "the gathered weights, or does the backward reuse what the forward gathered?"
         )
-    sums = _sums_per_device(backward, [dy.op for _, _, dy in graph_of])
+    sums = _sums_per_device(backward)
     if max(sums.values(), default=0) > shard:
         return (
             f"the gradients are right, but one device sums {max(sums.values())} values of "
