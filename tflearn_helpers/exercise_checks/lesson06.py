@@ -265,10 +265,9 @@ def _sums_per_device(backward) -> dict:
 def _zero3_problem(graph_of, limit: int, shard: int):
     """A hint when the traced step keeps a tensor larger than ``limit`` values from its
     forward pass for its backward pass, or when a device sums more than a ``shard`` of
-    gradient over replicas; ``graph_of`` lists each replica's (output, gradients, incoming
-    gradient) tensors."""
-    forward = _ancestors([y for y, _, _ in graph_of])
-    backward = _ancestors([g for _, grads, _ in graph_of for g in grads]) - forward
+    gradient over replicas; ``graph_of`` lists each replica's (output, gradients) tensors."""
+    forward = _ancestors([y for y, _ in graph_of])
+    backward = _ancestors([g for _, grads in graph_of for g in grads]) - forward
     kept = {t.name: _size(t) for op in backward for t in op.inputs if t.op in forward}
     largest = max((v for v in kept.values() if v > limit), default=0)
     if largest:
@@ -352,8 +351,9 @@ def zero3_unit(zero3, strategy):
     A fresh random dense unit, inputs and incoming gradients each time, traced in one
     ``tf.function``: outputs and gradients must equal plain data parallelism's, and the traced
     graph (where TensorFlow frees a tensor after its last reader) may keep no tensor larger than
-    a shard or an activation from the forward pass for the backward pass, nor hold in the
-    backward pass such a tensor summed over replicas (an all-reduce, not a reduce-scatter)."""
+    a shard or an activation from the forward pass for the backward pass, and no device may sum
+    more than a shard's worth of gradient over the replicas (an all-reduce, not a
+    reduce-scatter)."""
     import tensorflow as tf
 
     if course_code(zero3):
@@ -369,7 +369,7 @@ def zero3_unit(zero3, strategy):
             tape.watch([shard, x])
             y = run(shard, x)
         grads = tape.gradient(y, [shard, x], output_gradients=dy)
-        traced.append((y, [g for g in grads if g is not None], dy))
+        traced.append((y, [g for g in grads if g is not None]))
         return y, *[tf.zeros([0]) if g is None else g for g in grads]
 
     def per_replica(values):
