@@ -155,3 +155,125 @@ def test_zero1_check_judges_state_and_result():
 def test_tensor_parallel_check_judges_placement_and_math():
     done = run_python(TP, timeout=300)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+ZERO3 = """
+from tflearn_helpers import setup_course
+course = setup_course(devices=DEVICES, verbose=False)
+import tensorflow as tf
+from tflearn_helpers.checks import _evaluate
+
+strategy = tf.distribute.MirroredStrategy(
+    course.devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
+)
+
+
+def zero3(
+    wrap=True, regather=True, scatter=True, direct=False, ordered=False, recompute=True,
+    sliced=False,
+):
+    # The solution, and wrong answers derived from it: no custom gradient (the outer tape
+    # records the gather), the backward reusing the forward's gathered weights, the forward's
+    # own tape kept for the backward, the whole gradient all-reduced (or each slice); right
+    # answers written another way: the gather as copies in merge_call, control dependencies as
+    # in the lesson.
+
+    def gather(shard):
+        ctx = tf.distribute.get_replica_context()
+        if not direct:
+            return ctx.all_gather(shard, axis=0)
+
+        def to_all(strategy, shard):
+            shards = strategy.experimental_local_results(shard)
+            full = []
+            for d in strategy.extended.worker_devices:
+                with tf.device(d):
+                    full.append(tf.concat(shards, axis=0))
+            return full
+
+        r = tf.get_static_value(ctx.replica_id_in_sync_group)
+        return ctx.merge_call(to_all, args=(shard,))[r]
+
+    def reduce_scatter(grad):
+        ctx = tf.distribute.get_replica_context()
+        n, r = ctx.num_replicas_in_sync, tf.get_static_value(ctx.replica_id_in_sync_group)
+        if not scatter:
+            return tf.split(ctx.all_reduce("sum", grad), n)[r]
+        if sliced:  # each slice all-reduced: device 0 sums them all
+            return [ctx.all_reduce("sum", p) for p in tf.split(grad, n)][r]
+
+        def to_owners(strategy, *pieces):
+            devices = strategy.extended.worker_devices
+            return [strategy.extended.reduce_to("sum", p, d) for p, d in zip(pieces, devices)]
+
+        return ctx.merge_call(to_owners, args=tuple(tf.split(grad, n)))[r]
+
+    def make(forward):
+        if not wrap:
+            return lambda shard, x: forward(gather(shard), x)
+
+        @tf.custom_gradient
+        def run(shard, x):
+            with tf.control_dependencies([x] if ordered else []):
+                full = gather(shard)
+            with tf.GradientTape() as kept:
+                kept.watch([full, x])
+                y = forward(full, x)
+
+            def backward(dy):
+                if not recompute:
+                    dfull, dx = kept.gradient(y, [full, x], output_gradients=dy)
+                    return reduce_scatter(dfull), dx
+                with tf.control_dependencies([dy] if ordered else []):
+                    again = gather(shard) if regather else full
+                with tf.GradientTape() as tape:
+                    tape.watch([again, x])
+                    z = forward(again, x)
+                dfull, dx = tape.gradient(z, [again, x], output_gradients=dy)
+                return reduce_scatter(dfull), dx
+
+            return y, backward
+
+        return run
+
+    return make
+
+
+def gathered_by_hand(forward):  # recompute_grad, and a gather whose gradient reduce-scatters
+    plain = zero3()(lambda full, x: full)  # the solution's run on the identity unit
+
+    return tf.recompute_grad(lambda shard, x: forward(plain(shard, x), x))
+
+
+def traced_unit(forward):  # the unit traced as a tf.function of its own
+    return zero3()(tf.function(forward))
+
+
+for right in (zero3(), zero3(direct=True), zero3(ordered=True), gathered_by_hand, traced_unit):
+    result = _evaluate("06.3", right, strategy)
+    assert result.ok, result.message
+for wrong, words in (
+    (zero3(wrap=False), "keeps a tensor of"),
+    (zero3(regather=False), "keeps a tensor of"),
+    (zero3(recompute=False), "keeps a tensor of"),
+    (zero3(scatter=False), "summed in one place"),
+    (zero3(direct=True, scatter=False), "summed in one place"),
+    (zero3(sliced=True), "summed in one place"),
+):
+    result = _evaluate("06.3", wrong, strategy)
+    assert not result.ok and words in result.message, result.message
+    assert "all_gather(" not in result.message and "custom_gradient" not in result.message
+unwrapped = _evaluate("06.3", lambda forward: forward, strategy)
+assert not unwrapped.ok and "failed in strategy.run" in unwrapped.message, unwrapped.message
+assert _evaluate("06.3", None, strategy).status == "not attempted"
+from tflearn_helpers import sharding
+assert "course's code" in _evaluate("06.3", sharding.transfers, strategy).message
+print("ok")
+"""
+
+
+def test_zero3_check_judges_values_and_what_the_step_keeps():
+    """Two replicas, as in the solutions notebook, and three: the sizes follow N."""
+    for devices in (2, 3):
+        done = run_python(ZERO3.replace("DEVICES", str(devices)), timeout=300)
+        assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]

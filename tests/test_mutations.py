@@ -73,6 +73,7 @@ SECRETS = {
     "05.2": ["tf.cast(", "tf.float16)"],
     "06.1": ["merge_call(", "reduce_to(", "experimental_local_results("],
     "06.2": ["tf.add_n(", "tf.split("],
+    "06.3": ["custom_gradient", "recompute_grad", "merge_call(", "reduce_to(", "all_gather("],
     "08.1": ["replica_device_setter(", "worker_device="],
     "08.3": ["a - b - 1"],
     "08.5": ["SyncReplicasOptimizer", "make_session_run_hook", "replicas_to_aggregate"],

@@ -1,9 +1,10 @@
-"""Checks for lesson 06's exercises (ZeRO-1 and a tensor-parallel MLP).
+"""Checks for lesson 06's exercises (ZeRO-1, a tensor-parallel MLP, ZeRO-3 unit by unit).
 
 Each check runs the learner's TensorFlow code on its own fresh random problem and compares it
 with plain data parallelism or with one device, then looks at what each device holds and does:
 the variables made and where, the bytes the traced step copies between devices, the products
-each device ran. Hints say what went wrong, never the code.
+each device ran, what the traced step keeps from its forward pass for its backward pass. Hints
+say what went wrong, never the code.
 """
 
 from __future__ import annotations
@@ -215,6 +216,186 @@ def tensor_parallel_mlp(make_tp_mlp, devices):
     )
 
 
+def _ancestors(tensors) -> set:
+    """The ops whose outputs flow into ``tensors`` by data (control edges left out)."""
+    seen, todo = set(), [t.op for t in tensors]
+    while todo:
+        op = todo.pop()
+        if op not in seen:
+            seen.add(op)
+            todo.extend(t.op for t in op.inputs)
+    return seen
+
+
+# ops that move or join values without adding them (a copy, a gather's concat, an all-to-all)
+_MOVES = {
+    *("Identity", "IdentityN", "Reshape", "ConcatV2", "Concat", "Pack"),
+    *("CollectiveAllToAllV2", "CollectiveAllToAllV3"),
+}
+
+
+def _size(tensor) -> int:
+    return tensor.shape.num_elements() or 0
+
+
+def _made_on(tensor) -> str | None:
+    """The device of the op that computed ``tensor``'s values, looking through copies and
+    reshapes; None for a constant or an op without a device (an input)."""
+    while tensor.op.type in ("Identity", "Reshape", "IdentityN") and tensor.op.inputs:
+        index = tensor.value_index if tensor.op.type == "IdentityN" else 0
+        tensor = tensor.op.inputs[index]
+    if tensor.op.type == "Const" or not tensor.op.device:
+        return None
+    return short_device(tensor.op.device)
+
+
+def _sums_per_device(backward) -> dict:
+    """Per device, the values the backward pass computes there from values computed on two or
+    more devices: the sums a reduction over replicas makes (a copy, a concatenation or an
+    all-to-all only moves values, and is not counted)."""
+    sums: dict[str, int] = {}
+    for op in backward:
+        made = {_made_on(t) for t in op.inputs} - {None}
+        if op.type not in _MOVES and len(made) > 1:
+            where = short_device(op.device)
+            sums[where] = sums.get(where, 0) + max(map(_size, op.outputs), default=0)
+    return sums
+
+
+def _zero3_problem(graph_of, limit: int, shard: int):
+    """A hint when the traced step keeps a tensor larger than ``limit`` values from its
+    forward pass for its backward pass, or when a device sums more than a ``shard`` of
+    gradient over replicas; ``graph_of`` lists each replica's (output, gradients) tensors."""
+    forward = _ancestors([y for y, _ in graph_of])
+    backward = _ancestors([g for _, grads in graph_of for g in grads]) - forward
+    kept = {t.name: _size(t) for op in backward for t in op.inputs if t.op in forward}
+    largest = max((v for v in kept.values() if v > limit), default=0)
+    if largest:
+        return (
+            f"the outputs and gradients are right, but the step keeps a tensor of {largest} "
+            f"values from the forward pass until the backward pass reads it (a shard or an "
+            f"activation has at most {limit}): gathered weights stay in memory all that time. "
+            "Only the shard may live from one pass to the other: is the outer tape recording "
+            "the gathered weights, or does the backward reuse what the forward gathered?"
+        )
+    sums = _sums_per_device(backward)
+    if max(sums.values(), default=0) > shard:
+        return (
+            f"the gradients are right, but one device sums {max(sums.values())} values of "
+            f"gradient over the replicas, more than a shard ({shard}): the whole "
+            "gradient is summed in one place. Each replica should receive only the sum of its "
+            "own shard"
+        )
+    return None
+
+
+def _zero3_case(rng, n: int):
+    """A fresh dense unit ``act(x @ W + b)`` on a flat vector of weights, its inputs, and
+    the incoming gradients; every activation is smaller than the weight matrix."""
+    import tensorflow as tf
+
+    d_in, d_out, batch = int(rng.integers(6, 12)), n * int(rng.integers(3, 6)), 2
+    act = [tf.tanh, tf.sin, tf.sigmoid][int(rng.integers(3))]
+
+    def forward(full, x):
+        w, b = tf.split(full, [d_in * d_out, d_out])
+        return act(x @ tf.reshape(w, [d_in, d_out]) + b)
+
+    full = rng.normal(size=d_out * (d_in + 1)).astype("float32")
+    xs = rng.normal(size=(n, batch, d_in)).astype("float32")
+    dys = rng.normal(size=(n, batch, d_out)).astype("float32")
+    return forward, full, xs, dys, max(full.size // n, batch * d_in, batch * d_out)
+
+
+def _zero3_reference(forward, full, xs, dys):
+    """Plain data parallelism's gradients: of the weights summed over replicas, and each x's."""
+    import tensorflow as tf
+
+    w, xs = tf.constant(full), [tf.constant(x) for x in xs]
+    with tf.GradientTape() as tape:
+        tape.watch([w, *xs])
+        ys = [forward(w, x) for x in xs]
+        loss = sum(tf.reduce_sum(y * dy) for y, dy in zip(ys, dys, strict=True))
+    dw, *dxs = tape.gradient(loss, [w, *xs])
+    return [y.numpy() for y in ys], dw.numpy(), [d.numpy() for d in dxs]
+
+
+def _zero3_values_problem(got, reference, n: int):
+    """A hint unless each replica's output, input gradient and weight-shard gradient match."""
+    ys, dw, dxs = reference
+    shards = dw.reshape(n, -1)
+    for r, (y, d_shard, dx) in enumerate(got):
+        if y is None or y.shape != ys[r].shape or not np.allclose(y, ys[r], atol=1e-4):
+            return (
+                "a replica's output differs from the unit run on the whole weights: does "
+                "every replica compute with all N shards, in order?"
+            )
+        if dx is None or not np.allclose(dx, dxs[r], atol=1e-4):
+            return "the gradient of a replica's input x differs from plain data parallelism's"
+        if d_shard is None or d_shard.shape != shards[r].shape:
+            return "the gradient of each replica's shard must have the shard's shape"
+        if not np.allclose(d_shard, shards[r], atol=1e-4):
+            return (
+                "the gradient of a replica's shard differs from its slice of the weights' "
+                "gradient summed over all replicas"
+            )
+    return None
+
+
+@exercise("06.3")
+def zero3_unit(zero3, strategy):
+    """``zero3(forward) -> run``: ``run(shard, x)`` computes ``forward(full, x)`` in
+    ``strategy.run``, where ``shard`` is this replica's 1/N of the flat weights ``full``; the
+    gradient of a shard is its slice of the weights' gradient summed over the replicas.
+
+    A fresh random dense unit, inputs and incoming gradients each time, traced in one
+    ``tf.function``: outputs and gradients must equal plain data parallelism's, and the traced
+    graph (where TensorFlow frees a tensor after its last reader) may keep no tensor larger than
+    a shard or an activation from the forward pass for the backward pass, and no device may sum
+    more than a shard's worth of gradient over the replicas (an all-reduce, not a
+    reduce-scatter)."""
+    import tensorflow as tf
+
+    if course_code(zero3):
+        return "write zero3 yourself: the course's code is not your answer"
+    n = strategy.num_replicas_in_sync
+    if n < 2:
+        return "check your answer on a strategy with at least two replicas"
+    forward, full, xs, dys, limit = _zero3_case(np.random.default_rng(), n)
+    run, traced = zero3(forward), []
+
+    def replica_step(shard, x, dy):
+        with tf.GradientTape() as tape:
+            tape.watch([shard, x])
+            y = run(shard, x)
+        grads = tape.gradient(y, [shard, x], output_gradients=dy)
+        traced.append((y, [g for g in grads if g is not None]))
+        return y, *[tf.zeros([0]) if g is None else g for g in grads]
+
+    def per_replica(values):
+        return strategy.experimental_distribute_values_from_function(
+            lambda ctx: tf.constant(values[ctx.replica_id_in_sync_group])
+        )
+
+    step = tf.function(lambda *a: strategy.run(replica_step, args=a))
+    try:
+        out = step(per_replica(full.reshape(n, -1)), per_replica(xs), per_replica(dys))
+    except Exception as err:  # say where it failed, with TensorFlow's last line
+        last = [line for line in str(err).splitlines() if line.strip()][-1:] or [""]
+        return (
+            f"run(shard, x) failed in strategy.run ({type(err).__name__}: {last[0][:200]}). "
+            f"forward reads the whole flat weights, {full.size} values here; each replica "
+            f"holds a shard of {full.size // n}"
+        )
+    local = [[np.asarray(v) for v in strategy.experimental_local_results(o)] for o in out]
+    got = [
+        (y, s if s.size else None, x if x.size else None) for y, s, x in zip(*local, strict=True)
+    ]
+    return _zero3_values_problem(got, _zero3_reference(forward, full, xs, dys), n) or (
+        _zero3_problem(traced, limit, full.size // n)
+    )
+
+
 # Wrong answers derived from the solution (solutions/06_sharding_and_memory.ipynb), one
 # plausible mistake each: exercise -> [(name, text of the solution cell, what replaces it)].
 # tests/test_mutations.py applies each to the solution cell and expects "wrong".
@@ -285,5 +466,71 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ("the mean of the partial outputs", "tf.add_n(partial) + b2", "tf.add_n(partial) / n + b2"),
         ("only the first device's output", "tf.add_n(partial) + b2", "partial[0] + b2"),
         ("w2 split by columns", "tf.split(w2, n)", "tf.split(w2, n, axis=1)"),
+    ],
+    "06.3": [
+        (
+            "no custom gradient: the outer tape records the gather and the unit",
+            "    @tf.custom_gradient\n    def run(shard, x):",
+            "    def run(shard, x):\n"
+            "        return forward(gather(shard), x)\n\n"
+            "    def unused(shard, x):",
+        ),
+        (
+            "no second gather: the backward reuses the weights the forward gathered",
+            "            full = gather(shard)  # gathered again\n",
+            "",
+        ),
+        (
+            "the forward's own tape kept for the backward (no recomputation)",
+            "        full = gather(shard)\n"
+            "        y = forward(full, x)\n\n"
+            "        def backward(dy):\n"
+            "            full = gather(shard)  # gathered again\n"
+            "            with tf.GradientTape() as tape:\n"
+            "                tape.watch([full, x])\n"
+            "                y = forward(full, x)  # the forward pass again (recomputation)\n",
+            "        full = gather(shard)\n"
+            "        with tf.GradientTape() as tape:\n"
+            "            tape.watch([full, x])\n"
+            "            y = forward(full, x)\n\n"
+            "        def backward(dy):\n",
+        ),
+        (
+            "tf.recompute_grad around the gather and the unit (the gather's own gradient)",
+            "    return run\n",
+            "    return tf.recompute_grad(lambda shard, x: forward(gather(shard), x))\n",
+        ),
+        (
+            "the whole gradient all-reduced, then sliced",
+            "return ctx.merge_call(to_owners, args=tuple(tf.split(grad, n)))[r]",
+            'return tf.split(ctx.all_reduce("sum", grad), n)[r]',
+        ),
+        (
+            "each replica's own gradient sliced, not summed",
+            "return ctx.merge_call(to_owners, args=tuple(tf.split(grad, n)))[r]",
+            "return tf.split(grad, n)[r]",
+        ),
+        (
+            "each slice all-reduced, only the own slice kept",
+            "return ctx.merge_call(to_owners, args=tuple(tf.split(grad, n)))[r]",
+            'return [ctx.all_reduce("sum", p) for p in tf.split(grad, n)][r]',
+        ),
+        ("MEAN for SUM in the reduce-scatter", 'reduce_to("sum", p, d)', 'reduce_to("mean", p, d)'),
+        (
+            "another replica's slice of the gradient kept",
+            "args=tuple(tf.split(grad, n)))[r]",
+            "args=tuple(tf.split(grad, n)))[(r + 1) % n]",
+        ),
+        (
+            "the own shard repeated N times instead of gathered",
+            "        full = gather(shard)\n        y = forward(full, x)\n",
+            "        full = tf.tile(shard, [N])\n        y = forward(full, x)\n",
+        ),
+        (
+            "a constant (zero) gradient for the shard",
+            "return reduce_scatter(dfull), dx",
+            "return tf.zeros_like(shard), dx",
+        ),
+        ("the unit itself returned, run on the shard", "    return run\n", "    return forward\n"),
     ],
 }
