@@ -6,7 +6,7 @@ drift apart) in two long-lived processes, one core each, inside a network namesp
 loopback is shaped with ``tc tbf`` (``cluster.network``). It prints, per link rate:
 
 - alpha and beta fitted as the lesson fits them (beta the slope over the sizes above 64 KB,
-  alpha the median cost of the small ones beyond beta*S) on every size but the largest, each
+  alpha what the smallest, 4 KB, took beyond beta*S) on every size but the largest, each
   size's time against alpha + beta*S, and the largest extrapolated. Asserted at shaped rates:
   alpha >= 0, beta within 0.75-1.25x of 2/B (B the measured rate), the largest within +-30 %.
 - three figures per step, each the median of consecutive steps over interleaved rounds: one
@@ -96,14 +96,13 @@ def run(args) -> list[dict]:
     return plan, links, cluster.events.parse(log), net.shaped
 
 
-def fit_alpha_beta(times: dict, small: int = 64_000) -> tuple[float, float]:
-    """The lesson's fit: beta the slope over the sizes above ``small`` bytes, alpha the
-    median of what the small sizes took beyond beta*S (a latency, not an intercept that the
-    largest sizes' noise can make negative)."""
-    large = [(s, t) for s, t in times.items() if s > small]
-    beta = np.polyfit(*zip(*large, strict=True), 1)[0]
-    alpha = np.median([t - beta * s for s, t in times.items() if s <= small])
-    return float(alpha), float(beta)
+def fit_alpha_beta(times: dict, large: int = 64_000) -> tuple[float, float]:
+    """The lesson's fit: beta the slope over the sizes above ``large`` bytes, alpha what the
+    smallest size took beyond beta*S (a latency, not an intercept that the largest sizes'
+    noise can make negative; not a 64 KB message, which fits in the shaper's burst)."""
+    beta = np.polyfit(*zip(*[(s, t) for s, t in times.items() if s > large], strict=True), 1)[0]
+    smallest = min(times)
+    return float(times[smallest] - beta * smallest), float(beta)
 
 
 def sweep_times(plan, events, rate) -> dict:
