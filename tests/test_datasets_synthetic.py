@@ -1,6 +1,5 @@
 """The small synthetic problem lesson 09 defines (generated into datasets and models)."""
 
-
 from tflearn_helpers import datasets, models
 
 
