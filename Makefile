@@ -1,9 +1,9 @@
 # tflearn: the course's commands. Each target creates what it needs from scratch.
 #   make test    lint, unit tests, the main job itself (make course: every lesson at the profile
-#                a learner's machine gets, cpu here), and at the smoke profile: the solutions under
-#                nbval, Run All of the exercises unfilled, Run All of the lessons and solutions on
-#                the oldest stack, and a real browser running Run All in JupyterLab; six jobs, three
-#                at a time
+#                a learner's machine gets, cpu here), and at the smoke profile: Run All of the
+#                exercises unfilled, Run All of the lessons and solutions on the oldest stack, and a
+#                real browser running Run All in JupyterLab; five jobs, three at a time (the unit
+#                tests run every solution cell on the main stack, with each check's wrong answers)
 #   make course  execute the whole course at the default scale into build/ (HTML + index),
 #                two notebooks at a time (COURSE_JOBS)
 #   make lab     JupyterLab on the course
@@ -83,7 +83,7 @@ $(SLURM_BINS) &: | $(IPROUTE_BINS)
 		slurm-wlm munge >/dev/null
 
 # The environments install side by side (downloads and unpacking: they wait on the network
-# and the disk, not on each other). Then the six test jobs run three at a time, longest first
+# and the disk, not on each other). Then the five test jobs run three at a time, longest first
 # (make -j3 hands a free slot to the next job in the list; output grouped per job, -Oline):
 # each job alone keeps about 0.8 of a core busy (kernel starts, imports, servers and tests
 # waiting for each other; tools/timed.sh prints each job's cores): two at a time left 2 cores
@@ -94,7 +94,9 @@ $(SLURM_BINS) &: | $(IPROUTE_BINS)
 # by benchmarks/course_cost.py.
 TIMED := tools/timed.sh
 NBVAL := --nbval-lax --nbval-cell-timeout=900 --durations=10 -p no:randomly
-TEST_JOBS := course run-all-oldest test-unit test-browser test-nbval-solutions run-all-exercises
+# The solutions are not a job of their own: tests/test_mutations.py runs every solution cell on
+# this stack (beside each check's wrong answers), and run-all-oldest runs them in a kernel.
+TEST_JOBS := course run-all-oldest test-unit test-browser run-all-exercises
 
 test:
 	@$(TIMED) "environments and chromium" $(MAKE) --no-print-directory -j4 \
@@ -116,7 +118,7 @@ test-nbval-solutions: env legacy-env $(SLURM_BINS)
 		solutions $(NBVAL)
 
 # Run All as learners press it (plain nbclient: the first cell that raises stops a notebook).
-# nbval above already runs notebooks/ and solutions/ cell by cell on the main stack.
+# The main job runs the lessons on the main stack; the unit tests run every solution cell.
 run-all: run-all-exercises run-all-oldest
 
 run-all-exercises: env $(SLURM_BINS)

@@ -203,3 +203,11 @@ def test_the_scan_would_have_caught_the_gaps_04_3_used_to_print_above_itself():
     printed = "strategy  replicas  first variable on  ms/step  max |w - w_one|\nMirrored  2  CPU:0"
     assert SHOWN_ABOVE["04.3"].search(printed)
     assert not SHOWN_ABOVE["04.3"].search("[right] exercise 04.2: well done.")
+
+
+@pytest.mark.parametrize("lesson", sorted(TABLES))
+def test_every_solution_cell_runs_without_an_error(lesson_run, lesson):
+    """The runner runs every cell of the solution notebook, in order, as Run All would (on this
+    stack it stands in for a kernel; the oldest stack's job runs the solutions in one)."""
+    failed = [(i, c["error"]) for i, c in enumerate(lesson_run(lesson)["outputs"]) if c["error"]]
+    assert not failed, failed
