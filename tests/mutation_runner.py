@@ -97,7 +97,7 @@ class NotebookShell:
 
 def run_cell(source: str, namespace: dict, capture: bool = True) -> dict:
     """Run one cell; the verdict of the check it calls (if any), its output, its error."""
-    namespace.pop("result", None)
+    earlier = namespace.get("result")  # a later cell may read it (``if result.ok:``)
     namespace.setdefault("display", print)
     namespace["get_ipython"] = lambda: NotebookShell(namespace)
     out, error, start = io.StringIO(), None, time.perf_counter()
@@ -108,6 +108,8 @@ def run_cell(source: str, namespace: dict, capture: bool = True) -> dict:
         except Exception as err:  # a cell that raises is recorded, never fatal here
             error = f"{type(err).__name__}: {err}"
     result = namespace.get("result")
+    if result is earlier:  # this cell called no check
+        result = None
     return {
         "status": getattr(result, "status", None),
         "message": getattr(result, "message", None),
