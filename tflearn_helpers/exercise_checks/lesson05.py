@@ -12,7 +12,7 @@ import numpy as np
 
 from ..checks import course_code, exercise
 
-__all__ = ["MUTATIONS", "bfloat16_all_reduce", "halving_doubling"]
+__all__ = ["MUTATIONS"]
 
 # bfloat16 keeps 8 significant bits (7 stored, 1 implicit): rounding to nearest moves a value by
 # at most 2^-8 of itself, its unit roundoff u (Kalamkar et al. 2019, "A Study of BFLOAT16 for
