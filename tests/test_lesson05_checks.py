@@ -1,7 +1,7 @@
 from helpers import run_python
 
 
-def test_ring_collectives_right_and_plausible_wrong_answers():
+def test_halving_doubling_right_and_plausible_wrong_answers():
     done = run_python("""
         from tflearn_helpers import setup_course
         course = setup_course(devices=4, scale="smoke", verbose=False)
@@ -9,72 +9,97 @@ def test_ring_collectives_right_and_plausible_wrong_answers():
         from tflearn_helpers.checks import _evaluate
         devices = course.devices
 
-        def rs(values, devices, send, mean=False, where=True, hop=1):
+        def split(values, devices):
+            out = []
+            for v, device in zip(values, devices):
+                with tf.device(device):
+                    out.append(tf.split(v, len(devices)))
+            return out
+
+        def gather(chunks, devices, scale=1):
+            out = []
+            for i, device in enumerate(devices):
+                with tf.device(device):
+                    out.append(tf.concat(chunks[i], 0) * scale)
+            return out
+
+        def hd(values, devices, send, order=-1, mean=False):
+            # order -1: distances n/2 .. 1 then back; +1: 1 .. n/2 then back (both right)
             n = len(devices)
-            chunks = [tf.split(v, n) for v in values]
+            chunks, mine = split(values, devices), [list(range(n)) for _ in range(n)]
+            distances = [1 << k for k in range(n.bit_length() - 1)][::order]
+            for d in distances:
+                for i in range(n):
+                    give = [c for c in mine[i] if c & d != i & d]
+                    with tf.device(devices[i]):  # one message per step
+                        packed = tf.concat([chunks[i][c] for c in give], 0)
+                    got = send(packed, i, i ^ d)
+                    with tf.device(devices[i ^ d]):
+                        for c, part in zip(give, tf.split(got, len(give))):
+                            chunks[i ^ d][c] = chunks[i ^ d][c] + part
+                    mine[i] = [c for c in mine[i] if c & d == i & d]
+            for d in distances[::-1]:
+                for i in range(n):
+                    for c in mine[i]:
+                        chunks[i ^ d][c] = send(chunks[i][c], i, i ^ d)
+                mine = [mine[i] + mine[i ^ d] for i in range(n)]
+            return gather(chunks, devices, 1 / n if mean else 1)
+
+        def ring(values, devices, send, placed=True):  # the lesson's ring all-reduce
+            n = len(devices)
+            chunks = split(values, devices) if placed else [tf.split(v, n) for v in values]
             for step in range(n - 1):
                 for i in range(n):
-                    c, right = (i - 1 - step) % n, (i + hop) % n
+                    c, right = (i - 1 - step) % n, (i + 1) % n
                     incoming = send(chunks[i][c], i, right)
-                    with tf.device(devices[right if where else 0]):
+                    with tf.device(devices[right]):
                         chunks[right][c] = chunks[right][c] + incoming
-            return [chunks[i][i] / n if mean else chunks[i][i] for i in range(n)]
-
-        def ag(pieces, devices, send):
-            n = len(devices)
-            have = [{i: pieces[i]} for i in range(n)]
             for step in range(n - 1):
                 for i in range(n):
                     c, right = (i - step) % n, (i + 1) % n
-                    have[right][c] = send(have[i][c], i, right)
-            out = []
+                    chunks[right][c] = send(chunks[i][c], i, right)
+            return gather(chunks, devices)
+
+        def whole(values, devices, send):  # every device sends its whole tensor to each
+            n, out = len(devices), []
             for i in range(n):
                 with tf.device(devices[i]):
-                    out.append(tf.concat([have[i][c] for c in range(n)], 0))
+                    total = values[i]
+                for d in range(1, n.bit_length()):
+                    got = send(values[i ^ (1 << (d - 1))], i ^ (1 << (d - 1)), i)
+                    with tf.device(devices[i]):
+                        total = total + got
+                out.append(total)
             return out
-
-        def to_one(values, devices, send):  # everyone sends whole tensors to device 0
-            total = values[0]
-            for i in range(1, len(values)):
-                total = total + send(values[i], i, 0)
-            return tf.split(total, len(values))
-
-        def whole(pieces, devices, send):  # sends every piece it has, every step
-            n = len(devices)
-            have = [{i: pieces[i]} for i in range(n)]
-            for step in range(n - 1):
-                for i in range(n):
-                    for c in list(have[i]):
-                        have[(i + 1) % n][c] = send(have[i][c], i, (i + 1) % n)
-            return [tf.concat([have[i][c] for c in range(n)], 0) for i in range(n)]
-
-        def unordered(pieces, devices, send):
-            return [g[::-1] for g in ag(pieces, devices, send)]
 
         def wrong(*answers):
             result = _evaluate("05.1", *answers)
             assert result.status == "wrong", result
             return result.message
 
-        ok = _evaluate("05.1", rs, ag, devices)
-        assert ok.ok, ok
-        assert "mean" in wrong(lambda v, d, s: rs(v, d, s, mean=True), ag, devices)
-        elsewhere = lambda v, d, s: rs(v, d, s, where=False)  # noqa: E731
-        assert "add it where it arrives" in wrong(elsewhere, ag, devices)
-        assert "(i + 1) % 4" in wrong(lambda v, d, s: rs(v, d, s, hop=2), ag, devices)
-        assert "(i + 1) % 4" in wrong(to_one, ag, devices)
-        assert "bytes" in wrong(rs, whole, devices)
-        assert "chunk order" in wrong(rs, unordered, devices)
-        no_send = lambda v, d, s: tf.split(sum(v), 4)  # noqa: E731
-        assert "never calls send" in wrong(no_send, ag, devices)
-        assert _evaluate("05.1", ..., ag, devices).status == "not attempted"
+        before = tf.config.experimental.get_device_policy()
+        for answer in (hd, lambda v, d, s: hd(v, d, s, order=1)):
+            result = _evaluate("05.1", answer, devices)
+            assert result.ok, result
+        assert "mean" in wrong(lambda v, d, s: hd(v, d, s, mean=True), devices)
+        assert "one bit" in wrong(ring, devices)
+        assert "another device holds" in wrong(lambda v, d, s: ring(v, d, s, False), devices)
+        assert "2(N-1)/N" in wrong(whole, devices)
+        no_send = lambda v, d, s: [tf.identity(x) for x in v]  # noqa: E731
+        assert "never calls send" in wrong(no_send, devices)
+        four = lambda v, d, s: hd(v, devices, s)  # noqa: E731 - ignores the devices it gets
+        assert wrong(four, devices).startswith("on two devices")
+        assert "power of two" in wrong(hd, devices[:3])
+        assert tf.config.experimental.get_device_policy() == before  # restored, even after errors
+        assert _evaluate("05.1", ..., devices).status == "not attempted"
         from tflearn_helpers import measure  # any of the course's own functions
-        assert "course's code" in wrong(rs, measure.ring_allreduce_bytes, devices)
+        assert "course's code" in wrong(measure.ring_allreduce_bytes, devices)
+        print("ok")
     """)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
 
 
-def test_compressed_all_reduce_right_and_plausible_wrong_answers():
+def test_bfloat16_all_reduce_right_and_plausible_wrong_answers():
     done = run_python(
         """
         from tflearn_helpers import setup_course
@@ -83,48 +108,55 @@ def test_compressed_all_reduce_right_and_plausible_wrong_answers():
         from tflearn_helpers.checks import _evaluate
         strategy = tf.distribute.MirroredStrategy(course.devices)
 
-        def right(ctx, grads):
-            halves = [tf.cast(g, tf.float16) for g in grads]
-            return [tf.cast(g, tf.float32) for g in ctx.all_reduce("SUM", halves)]
+        def rounding(grads, relative=True):
+            errors = []
+            for g in grads:
+                gap = tf.abs(tf.cast(tf.cast(g, tf.bfloat16), tf.float32) - g)
+                errors.append(tf.reduce_max(gap / tf.abs(g) if relative else gap))
+            return tf.reduce_max(errors)
+
+        def right(ctx, grads, dtype=tf.bfloat16, op="SUM", relative=True):
+            halves = [tf.cast(g, dtype) for g in grads]
+            summed = [tf.cast(g, tf.float32) for g in ctx.all_reduce(op, halves)]
+            return summed, rounding(grads, relative)
 
         # other right answers: judged by what crosses and what comes back, not by the calls
         def replica_context(ctx, grads):  # the context asked for, not the one passed in
             mine = tf.distribute.get_replica_context()
             out = []
             for g in grads:  # one all-reduce per tensor, with the ReduceOp enum
-                h = mine.all_reduce(tf.distribute.ReduceOp.SUM, tf.cast(g, tf.float16))
+                h = mine.all_reduce(tf.distribute.ReduceOp.SUM, tf.cast(g, tf.bfloat16))
                 out.append(tf.cast(h, tf.float32))
-            return out
+            return out, rounding(grads)
 
-        def gathered(ctx, grads):  # every replica's float16 gradient, summed in float32
+        def gathered(ctx, grads):  # every replica's bfloat16 gradient, summed in float32
             out = []
             for g in grads:
-                every = ctx.all_gather(tf.cast(g, tf.float16)[None], axis=0)
+                every = ctx.all_gather(tf.cast(g, tf.bfloat16)[None], axis=0)
                 out.append(tf.reduce_sum(tf.cast(every, tf.float32), axis=0))
-            return out
+            return out, rounding(grads)
 
         def flat(ctx, grads):  # one flat vector, split back afterwards
             sizes = [tf.size(g) for g in grads]
-            one = tf.concat([tf.reshape(tf.cast(g, tf.float16), [-1]) for g in grads], 0)
+            one = tf.concat([tf.reshape(tf.cast(g, tf.bfloat16), [-1]) for g in grads], 0)
             parts = tf.split(tf.cast(ctx.all_reduce("SUM", one), tf.float32), sizes)
-            return [tf.reshape(p, g.shape) for p, g in zip(parts, grads)]
+            return [tf.reshape(p, g.shape) for p, g in zip(parts, grads)], rounding(grads)
 
         def plain(ctx, grads):
-            return ctx.all_reduce("SUM", grads)
+            return ctx.all_reduce("SUM", grads), rounding(grads)
 
         def stays_half(ctx, grads):
-            return ctx.all_reduce("SUM", [tf.cast(g, tf.float16) for g in grads])
-
-        def mean(ctx, grads):
-            halves = [tf.cast(g, tf.float16) for g in grads]
-            return [tf.cast(g, tf.float32) for g in ctx.all_reduce("MEAN", halves)]
+            return ctx.all_reduce("SUM", [tf.cast(g, tf.bfloat16) for g in grads]), rounding(grads)
 
         def local(ctx, grads):
-            return [tf.cast(tf.cast(g, tf.float16), tf.float32) for g in grads]
+            return [tf.cast(tf.cast(g, tf.bfloat16), tf.float32) for g in grads], rounding(grads)
 
         def gathered_wide(ctx, grads):  # all_gather of float32: nothing compressed
             every = [ctx.all_gather(g[None], axis=0) for g in grads]
-            return [tf.reduce_sum(e, axis=0) for e in every]
+            return [tf.reduce_sum(e, axis=0) for e in every], rounding(grads)
+
+        def no_error(ctx, grads):  # the sum alone, as a float16 exercise asked
+            return right(ctx, grads)[0]
 
         def wrong(answer):
             result = _evaluate("05.2", answer, strategy)
@@ -134,11 +166,14 @@ def test_compressed_all_reduce_right_and_plausible_wrong_answers():
         for answer in (right, replica_context, gathered, flat):
             result = _evaluate("05.2", answer, strategy)
             assert result.ok, (answer.__name__, result)
-        assert "compress first" in wrong(plain)
-        assert "compress first" in wrong(gathered_wide)
+        assert "float32 tensors cross" in wrong(plain)
+        assert "float32 tensors cross" in wrong(gathered_wide)
+        assert "float16 tensors cross" in wrong(lambda c, g: right(c, g, dtype=tf.float16))
         assert "float32 back" in wrong(stays_half)
-        assert "SUM over all replicas" in wrong(mean)
+        assert "SUM over all replicas" in wrong(lambda c, g: right(c, g, op="MEAN"))
+        assert "relative rounding error" in wrong(lambda c, g: right(c, g, relative=False))
         assert "nothing crosses" in wrong(local)
+        assert "pair" in wrong(no_error)
         assert "MirroredStrategy" in _evaluate("05.2", right, "nope").message
         assert _evaluate("05.2", ..., strategy).status == "not attempted"
         print("ok")

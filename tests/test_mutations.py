@@ -70,7 +70,7 @@ SECRETS = {
     "04.2": ["with strategy.scope():"],
     "04.4": ['"index": index', "json.dumps("],
     "05.1": ["tf.split(", "tf.concat("],
-    "05.2": ["tf.cast(", "tf.float16)"],
+    "05.2": ["tf.cast(", "tf.bfloat16)"],
     "06.1": ["merge_call(", "reduce_to(", "experimental_local_results("],
     "06.2": ["tf.add_n(", "tf.split("],
     "06.3": ["custom_gradient", "recompute_grad", "merge_call(", "reduce_to(", "all_gather("],
