@@ -1,4 +1,4 @@
-"""Reading what a multi-worker job reported (lesson 04's workers, ``scripts/multi_worker_train.py``).
+"""Reading what a multi-worker job reported (lesson 04: ``scripts/multi_worker_train.py``).
 
 A worker program prints one ``TFLEARN_EVENT {json}`` line per event (:mod:`.cluster.events`):
 a ``step`` event after each training step, a ``done`` event with its final weights. Lesson 04

@@ -47,7 +47,6 @@ def report_crash(kind, error, trace):  # a worker that dies says why, then dies 
 
 sys.excepthook = report_crash
 
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402  (TensorFlow starts here, after TF_CONFIG was read)
 
 if os.environ.get("TF_USE_LEGACY_KERAS") == "1":  # a per-process switch, read at startup
