@@ -4,7 +4,8 @@ Each size runs lesson 04's worker program (``scripts/multi_worker_train.py`` in
 tflearn_helpers, its custom loop) in N processes on this machine (MultiWorkerMirroredStrategy,
 one TF_CONFIG each), one size after the other, with the same per-worker batch (so the
 global batch grows with N, as when adding machines).
-It prints the median step time of each size and its ratio to one worker.
+It prints the median step time of each size (from worker 0's step events) and its ratio
+to one worker.
 
 The workers run on the CPU (processes sharing one GPU would compete for its memory, and
 NCCL refuses two ranks on one GPU). On one machine all processes share its cores: the
@@ -28,7 +29,7 @@ from tflearn_helpers import cluster, multi_worker, report, scripts  # noqa: E402
 
 def step_seconds(workers: int, args) -> float:
     """Median step time of worker 0 in a job of ``workers`` processes."""
-    out = Path(tempfile.mkdtemp(prefix=f"mw-bench-{workers}-"))
+    out = tempfile.mkdtemp(prefix=f"mw-bench-{workers}-")  # its checkpoints' folder
     flags = ["--out", out, "--steps", args.steps, "--save-every", args.steps + 1]  # no saving
     flags += ["--global-batch", args.per_worker_batch * workers]
     spec = cluster.local_cluster_spec(workers=workers)
@@ -39,7 +40,8 @@ def step_seconds(workers: int, args) -> float:
             raise RuntimeError(
                 f"{workers} workers failed: {codes}\n{job.logs('worker', 0)[-2000:]}"
             )
-    return multi_worker.median_step_s(out, "custom", "worker-0", skip=3)
+        steps = cluster.events.parse(job.logs("worker", 0), "step")
+    return multi_worker.median_step_s(steps, skip=3)
 
 
 def main(argv=None) -> int:

@@ -1,6 +1,6 @@
-import json
 import os
 import signal
+import statistics
 import sys
 import time
 
@@ -8,30 +8,42 @@ import numpy as np
 import pytest
 
 from tflearn_helpers import multi_worker, scripts
-
-
-def write_progress(tmp_path, lines, task="worker-0", torn=False):
-    text = "".join(json.dumps(line) + "\n" for line in lines)
-    (tmp_path / f"progress-fit-{task}.jsonl").write_text(text + ('{"step": 9' if torn else ""))
+from tflearn_helpers.cluster import events
 
 
 def test_script_is_in_the_package():
     assert scripts.path("multi_worker_train.py").name == "multi_worker_train.py"
 
 
-def test_progress_steps_and_timing(tmp_path):
-    lines = [{"step": s, "loss": 1.0 / s, "time": 10.0 + 0.5 * s} for s in range(1, 7)]
-    write_progress(tmp_path, lines, torn=True)
-    assert [p["step"] for p in multi_worker.progress(tmp_path, "fit")] == [1, 2, 3, 4, 5, 6]
-    assert multi_worker.median_step_s(tmp_path, "fit") == pytest.approx(0.5)
-    assert multi_worker.progress(tmp_path, "custom") == []
+def test_median_step_time_leaves_out_the_first_steps():
+    steps = [{"step": s, "loss": 1.0 / s, "time": 10.0 + 0.5 * s} for s in range(1, 7)]
+    steps[1]["time"] += 3.0  # the second step traced: slow, and left out by skip=2
+    assert multi_worker.median_step_s(steps) == pytest.approx(0.5)
+    assert multi_worker.median_step_s(steps, skip=0) == pytest.approx(0.5)
 
 
-def test_weights_round_trip(tmp_path):
+def test_median_step_time_needs_two_steps():
+    with pytest.raises(statistics.StatisticsError):
+        multi_worker.median_step_s([{"time": 1.0}, {"time": 2.0}], skip=1)
+
+
+def test_final_weights_are_those_of_the_last_done_event():
     arrays = [np.ones((2, 3), np.float32), np.zeros(3, np.float32)]
-    np.savez(tmp_path / "w.npz", *arrays)
-    loaded = multi_worker.worker_weights(tmp_path / "w.npz")
+    log = "\n".join(
+        [
+            events.line("done", step=1, weights=[[0.5]]),  # an earlier run of the worker
+            "some TensorFlow noise",
+            events.line("done", step=2, weights=[a.tolist() for a in arrays]),
+        ]
+    )
+    loaded = multi_worker.final_weights(log)
+    assert [a.dtype for a in loaded] == [np.float32, np.float32]
     assert [a.tolist() for a in loaded] == [a.tolist() for a in arrays]
+
+
+def test_final_weights_of_a_worker_that_never_finished():
+    with pytest.raises(IndexError):
+        multi_worker.final_weights(events.line("step", step=1, loss=1.0, time=0.0))
 
 
 def test_the_worker_refuses_an_unknown_loop():
@@ -57,10 +69,10 @@ def test_a_chief_stalled_at_the_barrier_is_not_declared_dead(tmp_path):
     with cluster.LocalCluster(spec, env={"CUDA_VISIBLE_DEVICES": "-1"}) as job:
         worker = scripts.path("multi_worker_train.py")
         job.start(worker, args, tasks=[("worker", 0)])
-        cluster.processes.wait_until(
-            lambda: "waiting for every worker" in job.logs("worker", 0),
-            240,
-            "worker 0 to create its strategy",
+        events.wait_for(
+            lambda: job.logs("worker", 0),
+            "waiting",
+            timeout=240,
             depends_on=job.procs.values(),
         )
         time.sleep(2)  # inside the barrier now
@@ -70,5 +82,7 @@ def test_a_chief_stalled_at_the_barrier_is_not_declared_dead(tmp_path):
         os.kill(chief, signal.SIGCONT)
         job.start(worker, args, tasks=[("worker", 1)])
         codes = job.wait(timeout=120)
-    assert codes == {("worker", 0): 0, ("worker", 1): 0}, job.logs("worker", 0)[-2000:]
-    assert multi_worker.progress(tmp_path, "custom")[-1]["step"] == 3
+        log = job.logs("worker", 0)
+    assert codes == {("worker", 0): 0, ("worker", 1): 0}, log[-2000:]
+    assert [e["step"] for e in events.parse(log, "step")] == [1, 2, 3]
+    assert events.parse(log, "done")[-1]["step"] == 3

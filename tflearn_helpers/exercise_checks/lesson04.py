@@ -175,11 +175,11 @@ def _moved_results(results, rng) -> list[dict]:
 
 
 @exercise("04.4")
-def two_workers_trained_as_one_job(learner_tf_config, outcomes, out_dir):
+def two_workers_trained_as_one_job(learner_tf_config, outcomes):
     """learner_tf_config(index) -> a TF_CONFIG; outcomes: [(exit code, output)] of both
-    workers; out_dir: where they wrote."""
+    workers, whose outputs hold their events (cluster.events lines)."""
     from .. import mirrored, multi_worker
-    from ..cluster import tf_config
+    from ..cluster import events, tf_config
 
     configs = []
     for index in (0, 1):
@@ -201,20 +201,17 @@ def two_workers_trained_as_one_job(learner_tf_config, outcomes, out_dir):
         if code != 0:
             last = (output or "").strip().splitlines()[-1:] or ["(no output)"]
             return f"worker {index} ended with exit code {code}; its last line: {last[0][:200]}"
-    runs = [multi_worker.progress(out_dir, "custom", f"worker-{i}") for i in (0, 1)]
+    runs = [events.parse(output or "", "step") for _, output in outcomes]
     if not all(runs):
-        return "a worker wrote no training steps: did each process get its own TF_CONFIG?"
-    if [p["loss"] for p in runs[0]] != [p["loss"] for p in runs[1]]:
+        return "a worker reported no training steps: did each process get its own TF_CONFIG?"
+    if [e["loss"] for e in runs[0]] != [e["loss"] for e in runs[1]]:
         return "the two workers' losses differ: they did not train as one synchronous job"
     try:
         gap = mirrored.max_abs_difference(
-            *(
-                multi_worker.worker_weights(f"{out_dir}/weights-custom-worker-{i}.npz")
-                for i in (0, 1)
-            )
+            *(multi_worker.final_weights(output) for _, output in outcomes)
         )
-    except (OSError, ValueError) as err:
-        return f"could not compare the two workers' final weights: {err}"
+    except (IndexError, KeyError, TypeError, ValueError) as err:
+        return f"could not compare the two workers' final weights: {err!r}"
     if gap != 0.0:
         return f"the workers' final weights differ by up to {gap:.2e}: they should be identical"
     return None

@@ -2,9 +2,11 @@
 # From notebooks/04_multi_worker.ipynb.
 """One worker of a MultiWorkerMirroredStrategy job (lesson 04); every worker runs this file.
 
-TF_CONFIG, set in each process's environment, gives the cluster and this process's task.
-The package ships this program as tflearn_helpers/scripts/multi_worker_train.py (exercise 04
-and benchmarks/multi_worker_steps.py run it), generated from lesson 04 (`# @save-program`).
+    export TF_CONFIG='{"cluster": {"worker": [...]}, "task": {"type": "worker", "index": 0}}'
+    python worker.py --out DIR  (DIR: storage every worker reads; checkpoints go there)
+
+It needs TensorFlow only. It reports on stdout, one `TFLEARN_EVENT {json}` line per event.
+The package ships it as tflearn_helpers/scripts/multi_worker_train.py (`# @save-program`).
 """
 
 import argparse
@@ -17,16 +19,13 @@ import time
 from pathlib import Path
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--out", required=True, help="shared directory: checkpoints, progress")
-parser.add_argument("--loop", choices=("custom", "fit"), default="custom", help="fit: tf_keras")
+parser.add_argument("--out", required=True, help="shared directory: checkpoints, logs")
+parser.add_argument("--loop", choices=("custom", "fit"), default="custom", help="fit: Keras fit")
 parser.add_argument("--epochs", type=int, default=1, help="fit: the steps split into epochs")
 parser.add_argument("--steps", type=int, default=20, help="training steps of the whole job")
 parser.add_argument("--save-every", type=int, default=4, help="checkpoint every N steps")
 parser.add_argument("--global-batch", type=int, default=64)
-parser.add_argument("--step-delay", type=float, default=0.0, help="sleep after each step (s)")
 parser.add_argument("--collective-timeout", type=float, default=None, help="seconds, or none")
-parser.add_argument("--try-fit", action="store_true", help="then try Keras 3 fit")
-parser.add_argument("--only-chief-saves", action="store_true", help="break the rule (demo)")
 parser.add_argument("--preempted-exit", type=int, default=42, help="exit code after a preemption")
 args = parser.parse_args()
 
@@ -36,33 +35,42 @@ is_chief = tf_config["task"]["index"] == 0  # a cluster of workers only: worker 
 out = Path(args.out)
 
 
-def say(message):
-    print(f"{me}: {message}", flush=True)
+def report(kind, **fields):  # one line for whoever launched us: TFLEARN_EVENT {json}
+    print("TFLEARN_EVENT", json.dumps({"kind": kind, "task": me, **fields}), flush=True)
 
 
-import numpy as np  # noqa: E402
+def report_crash(kind, error, trace):  # a worker that dies says why, then dies as usual
+    lines = [ln.strip() for ln in str(error).splitlines() if ln.strip() and "File " not in ln]
+    report("error", error=kind.__name__, message=" | ".join(lines)[:400])
+    sys.__excepthook__(kind, error, trace)
+
+
+sys.excepthook = report_crash
+
 import tensorflow as tf  # noqa: E402  (TensorFlow starts here, after TF_CONFIG was read)
 
 if os.environ.get("TF_USE_LEGACY_KERAS") == "1":  # a per-process switch, read at startup
-    import tf_keras as keras  # Keras 2: fit runs across processes (section 4)
+    import tf_keras as keras  # Keras 2: fit runs across processes (section 7)
 else:
     import keras
 
-say(f"TensorFlow {tf.__version__}, Keras {keras.__version__}; waiting for every worker")
+report("waiting", tf=tf.__version__, keras=keras.__version__)  # for every worker of TF_CONFIG
 communication = tf.distribute.experimental.CommunicationOptions(
     implementation=tf.distribute.experimental.CommunicationImplementation.RING,  # NCCL on GPUs
     timeout_seconds=args.collective_timeout,  # None: no limit for a peer that is slow, not dead
 )
+# WARNING: a private TensorFlow API (tensorflow.python), which may change in any release.
 # Worker 0 hosts the coordination service, which declares a worker dead after 10 s without
 # a heartbeat: a busy machine can stall a process that long. There is no public setting;
-# ParameterServerStrategy sets this field with the same private call.
+# ParameterServerStrategy sets this field with the same private call. Without these lines
+# the job runs with TensorFlow's 10 s.
 from tensorflow.python.eager import context  # noqa: E402
 
 context.context().configure_coordination_service(
     "standalone", "/job:worker/replica:0/task:0", heartbeat_timeout_in_ms=60_000
 )
 strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=communication)
-say(f"all workers up: {strategy.num_replicas_in_sync} replicas in sync")
+report("ready", replicas=strategy.num_replicas_in_sync)
 
 with strategy.scope():  # variables created here are mirrored on every worker
     keras.utils.set_random_seed(0)
@@ -86,25 +94,27 @@ options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoSha
 dataset = dataset.with_options(options)
 
 
-def log_step(step, loss):  # one JSON line per step, on disk at once: a kill loses nothing
-    with open(out / f"progress-{args.loop}-{me}.jsonl", "a") as progress:
-        progress.write(json.dumps({"step": step, "loss": loss, "time": time.time()}) + "\n")
+def report_step(step, loss):  # after every step of either loop
+    report("step", step=step, loss=loss, time=time.time())
 
 
-if args.loop == "fit":  # section 4: tf_keras fit, which saves and resumes by itself
+def report_done():  # the final weights: every worker's must be the same
+    weights = [w.tolist() for w in model.get_weights()]
+    report("done", step=int(optimizer.iterations.numpy()), weights=weights)
 
-    class LogSteps(keras.callbacks.Callback):
+
+if args.loop == "fit":  # section 7: Keras fit, which saves and resumes by itself
+
+    class ReportSteps(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
-            log_step(int(optimizer.iterations.numpy()), float(logs["loss"]))
-            time.sleep(args.step_delay)
+            report_step(int(optimizer.iterations.numpy()), float(logs["loss"]))
 
     model.compile(optimizer=optimizer, loss="mse")
     backup = keras.callbacks.BackupAndRestore(str(out / "backup"), save_freq=args.save_every)
     steps_per_epoch = args.steps // args.epochs
     model.fit(dataset, epochs=args.epochs, steps_per_epoch=steps_per_epoch, verbose=0,
-              callbacks=[backup, LogSteps()])  # fmt: skip
-    np.savez(out / f"weights-fit-{me}.npz", *model.get_weights())
-    say("DONE")
+              callbacks=[backup, ReportSteps()])  # fmt: skip
+    report_done()
     sys.exit(0)
 
 # Every worker saves: the chief into the shared directory, the others into their own
@@ -125,7 +135,7 @@ signal.signal(signal.SIGTERM, lambda *_: notice.set())
 
 
 def exit_for_restart():
-    say(f"preempted: saved step {int(optimizer.iterations.numpy())}, exiting for a restart")
+    report("preempted", step=int(optimizer.iterations.numpy()))
     sys.exit(args.preempted_exit)
 
 
@@ -137,7 +147,7 @@ preemption = tf.distribute.experimental.PreemptionCheckpointHandler(
     ),
 )
 start = int(optimizer.iterations.numpy())
-say(f"restored step {start} from {latest}" if latest else "no checkpoint: starting at step 0")
+report("restored", step=start, checkpoint=latest)  # step 0 and None: a fresh start
 
 batches = iter(strategy.experimental_distribute_dataset(dataset.skip(start)))  # resume there
 
@@ -162,26 +172,16 @@ board = tf.summary.create_file_writer(str(out / "logs" / me))  # TensorBoard: a 
 for _ in range(start, args.steps):
     began = time.perf_counter()
     loss = float(preemption.run(train_step, batches))  # saves and exits on a notice
+    seconds = time.perf_counter() - began
     step = int(optimizer.iterations.numpy())
-    log_step(step, loss)
+    report_step(step, loss)
     with board.as_default(step=step):  # the curves, written outside strategy.run
         tf.summary.scalar("loss", loss)
-        tf.summary.scalar("steps per second", 1 / (time.perf_counter() - began))
+        tf.summary.scalar("steps per second", 1 / seconds)
     board.flush()  # to disk now: a killed process loses what it has not flushed
-    if step % args.save_every == 0 and (is_chief or not args.only_chief_saves):
+    if step % args.save_every == 0:  # every worker saves
         manager.save(checkpoint_number=step)
-        say(f"saved step {step}, {examples_seen.numpy():.0f} examples seen by all workers")
-    time.sleep(args.step_delay)
+        report("saved", step=step, examples_seen=float(examples_seen.numpy()))
 if not is_chief and save_dir.exists():
     tf.io.gfile.rmtree(str(save_dir))  # a non-chief's copy was only there to take part
-np.savez(out / f"weights-custom-{me}.npz", *model.get_weights())
-say(f"trained to step {int(optimizer.iterations.numpy())}")
-
-if args.try_fit:  # Keras 3 fit under this strategy, across processes (keras-team/keras#20585)
-    model.compile(optimizer=optimizer, loss="mse")
-    try:
-        model.fit(dataset, steps_per_epoch=2, epochs=1, verbose=0)
-        say("Keras 3 fit: trained")
-    except Exception as err:  # noqa: BLE001  (reported, not hidden)
-        say(f"Keras 3 fit failed: {type(err).__name__}: {str(err).splitlines()[0][:200]}")
-say("DONE")
+report_done()
