@@ -6,9 +6,11 @@ bookkeeping and the input checks.
 
 import time
 
+import numpy as np
 import pytest
 
 from tflearn_helpers import between_graph_runs
+from tflearn_helpers.cluster import events
 
 SPEC = {"ps": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]}
 
@@ -43,21 +45,29 @@ def test_summarize_empty_logs():
     assert s["worker_steps"] == 0 and s["updates"] == 0
 
 
-def test_parse_worker_log_reads_json_lines_and_skips_noise():
+def test_parse_worker_log_reads_events_and_skips_noise():
     text = "\n".join(
         [
             "I0000 tensorflow says hello",
-            '{"ready": 12.5}',
-            '{"before": 0, "after": 2, "loss": 1.5, "t": 13.0}',
-            '{"trace": {}}',
-            '{"before": 2, "after": 3, "loss": 1.0, "t": 13.1}',
-            '{"before": 3, "aft',  # cut short by a kill
+            '{"before": 9, "after": 9, "loss": 9.0, "t": 9.0}',  # JSON, but not an event
+            events.line("ready", t=12.5),
+            events.line("step", before=0, after=2, loss=1.5, t=13.0),
+            events.line("trace", ran={"/job:ps/replica:0/task:0/device:CPU:0": ["ReadVariableOp"]}),
+            events.line("step", before=2, after=3, loss=1.0, t=13.1),
+            events.line("other", before=5, after=6, loss=0.5, t=13.2),  # another kind
+            events.line("step", before=3, after=4, loss=1.0, t=13.3)[:-12],  # cut short by a kill
         ]
     )
     log = between_graph_runs.parse_worker_log(1, text)
     assert log.task_index == 1 and log.ready_at == 12.5
     assert log.before == [0, 2] and log.after == [2, 3] and log.staleness == [1, 0]
     assert log.losses == [1.5, 1.0] and log.times == [13.0, 13.1]
+    assert log.trace == {"/job:ps/replica:0/task:0/device:CPU:0": ["ReadVariableOp"]}
+
+
+def test_parse_worker_log_of_a_silent_worker_is_empty():
+    log = between_graph_runs.parse_worker_log(0, "Traceback (most recent call last):\n")
+    assert np.isnan(log.ready_at) and log.times == [] and log.trace == {}
 
 
 @pytest.mark.parametrize("workers", [0, 3])
@@ -73,13 +83,14 @@ p.add_argument("--steps", type=int)
 p.add_argument("--go-file")
 args = p.parse_args()
 task = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
-print(json.dumps({"ready": time.time()}), flush=True)
+def emit(kind, **fields):
+    print("TFLEARN_EVENT", json.dumps({"kind": kind, **fields}), flush=True)
+emit("ready", t=time.time())
 while not os.path.exists(args.go_file):
     time.sleep(0.01)
 for step in range(args.steps):
     before = 2 * step + task
-    record = {"before": before, "after": before + 1, "loss": 1.0, "t": time.time()}
-    print(json.dumps(record), flush=True)
+    emit("step", before=before, after=before + 1, loss=1.0, t=time.time())
     time.sleep(0.01)
 time.sleep(60 if task == 1 else 0)  # worker 1 hangs at the end, as a sync worker can
 """

@@ -231,12 +231,13 @@ def test_08_5_a_stalled_sync_run_is_wrong_not_a_hang():
 
 def _sync_outcome(chief_losses, other_losses):
     """What two workers printed: (global step after the run, loss) pairs each."""
-    graph = {"variables": {"w": "/job:ps/task:0"}, "num_required": [2], "global_step": True}
+    graph = {"kind": "graph", "variables": {"w": "/job:ps/task:0"}, "num_required": [2]}
+    graph["global_step"] = True
     runs = [
-        [{"after": after, "loss": loss} for after, loss in pairs]
+        [{"kind": "step", "after": after, "loss": loss} for after, loss in pairs]
         for pairs in (chief_losses, other_losses)
     ]
-    return {"code": 0, "logs": ["", ""], "lines": [[{"graph": graph}, *runs[0]], runs[1]]}
+    return {"code": 0, "logs": ["", ""], "lines": [[graph, *runs[0]], runs[1]]}
 
 
 def test_08_5_the_loss_is_read_in_step_order_from_every_worker():

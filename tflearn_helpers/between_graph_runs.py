@@ -2,14 +2,13 @@
 
 Lesson 08's workers (and ``benchmarks/ps_async_vs_sync.py``'s) are processes running the
 worker program the lesson writes: :class:`WorkerProcesses` starts them and reads their
-JSON lines. Worker 0 is the chief. Every step records the global step read before
-computing and the one seen after applying, which gives the *staleness* of its update: how
-many updates other workers applied in between.
+event lines (``cluster.events``). Worker 0 is the chief. Every step records the global
+step read before computing and the one seen after applying, which gives the *staleness* of
+its update: how many updates other workers applied in between.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
@@ -18,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import cluster
-from .cluster import processes
+from .cluster import events, processes
 
 __all__ = [
     "WorkerLog",
@@ -38,6 +37,7 @@ class WorkerLog:
     losses: list[float] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     ready_at: float = float("nan")  # wall-clock time its session was ready
+    trace: dict = field(default_factory=dict)  # device -> op types its traced step ran
 
     @property
     def staleness(self) -> list[int]:
@@ -74,23 +74,20 @@ def summarize(logs: list[WorkerLog], warmup: int = 2) -> dict:
 
 # -- worker processes running the lesson's own worker program --------------------------
 def parse_worker_log(task_index: int, text: str) -> WorkerLog:
-    """A WorkerLog from a worker program's output: one JSON object per line, ``{"ready": t}``
-    when its session is ready, then ``{"before", "after", "loss", "t"}`` per step."""
+    """A WorkerLog from a worker program's output: its events, ``ready`` (``t``) when its
+    session is ready, ``step`` (``before``, ``after``, ``loss``, ``t``) per step, and
+    ``trace`` (``ran``: device -> op types) after its traced step."""
     log = WorkerLog(task_index)
-    for line in text.splitlines():
-        if not line.startswith("{"):
-            continue  # TensorFlow's own messages
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut short while the process was writing it
-        if "ready" in record:
-            log.ready_at = float(record["ready"])
-        elif {"before", "after", "loss", "t"} <= set(record):
-            log.before.append(int(record["before"]))
-            log.after.append(int(record["after"]))
-            log.losses.append(float(record["loss"]))
-            log.times.append(float(record["t"]))
+    for event in events.parse(text):
+        if event["kind"] == "ready":
+            log.ready_at = float(event["t"])
+        elif event["kind"] == "step":
+            log.before.append(int(event["before"]))
+            log.after.append(int(event["after"]))
+            log.losses.append(float(event["loss"]))
+            log.times.append(float(event["t"]))
+        elif event["kind"] == "trace":
+            log.trace = event["ran"]
     return log
 
 
@@ -98,7 +95,7 @@ class WorkerProcesses:
     """``workers`` processes running ``program`` as worker tasks 0..workers-1 of ``spec``.
 
     Each gets its TF_CONFIG from :class:`cluster.LocalCluster` (so it dies with the kernel)
-    and ``--go-file``: the program creates its session, prints ``{"ready": ...}`` and waits
+    and ``--go-file``: the program creates its session, reports ``ready`` and waits
     for that file, so all workers start stepping together. Use as a context manager.
     """
 

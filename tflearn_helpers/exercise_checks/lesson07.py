@@ -2,13 +2,12 @@
 
 Each check submits the learner's answer to the local Slurm cluster the notebook started
 (``cluster.slurm.LocalSlurm``), warns the job with ``scancel --signal=USR1``, requeues it with
-``scontrol requeue`` and reads what its tasks recorded. Hints say what the job did, never the
-lines that are right.
+``scontrol requeue`` and reads what its tasks reported (``cluster.events`` lines). Hints say
+what the job did, never the lines that are right.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -20,6 +19,7 @@ import time
 from pathlib import Path
 
 from ..checks import exercise, learner_source
+from ..cluster import events
 
 __all__ = ["MUTATIONS", "batch_script", "resuming_task", "sbatch_options"]
 
@@ -27,27 +27,32 @@ _TIMEOUT = 120  # s: a ceiling for any wait of a check on a busy machine
 _ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
 _QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "-1"}  # the tasks: on the CPU
 
-# 07.1's stand-in for worker.py: no TensorFlow, so the check takes seconds. Each task records
-# where it runs; on SIGUSR1 it records the warning and exits 42, as the lesson's worker does.
+# 07.1's stand-in for worker.py: no TensorFlow, so the check takes seconds. Each task reports
+# where it runs; on SIGUSR1 it reports the warning and exits 42, as the lesson's worker does.
+# Its event lines go to a file of its own, not to stdout: the learner's script decides where
+# the job's output goes (and whether a requeue keeps the first run's).
 PROBE = """\
-import json, os, signal, sys, time
-def record(**fields):
-    with open("tasks.jsonl", "a") as f:
-        f.write(json.dumps(fields) + "\\n")
+import os, signal, sys, time
+from tflearn_helpers.cluster import events
+def record(kind, **fields):
+    with open("events.log", "a") as f:
+        f.write(events.line(kind, **fields) + "\\n")
 def warned(*_):
-    record(warned=int(os.environ["SLURM_PROCID"]))
+    record("warned", task=int(os.environ["SLURM_PROCID"]))
     sys.exit(42)
 signal.signal(signal.SIGUSR1, warned)
-record(task=int(os.environ["SLURM_PROCID"]), node=os.environ.get("SLURMD_NODENAME"),
+record("task", task=int(os.environ["SLURM_PROCID"]), node=os.environ.get("SLURMD_NODENAME"),
        restart=int(os.environ.get("SLURM_RESTART_COUNT", 0)))
 time.sleep(90)
 """
 
 # 07.2: the learner's run_task in a one-task job; SIGUSR1 sets the flag warned() reads, and
-# train_one_step is one step of a stand-in model: the step and the weights move, it is logged.
+# train_one_step is one step of a stand-in model: the step and the weights move, it is reported
+# on stdout, in job.out (TASK_SCRIPT: --open-mode=append keeps both runs).
 TASK_HARNESS = """\
-import json, signal, sys, threading, time
+import signal, sys, threading, time
 from pathlib import Path
+from tflearn_helpers.cluster import events
 flag = threading.Event()
 signal.signal(signal.SIGUSR1, lambda *_: flag.set())
 out, steps, save_every = Path(sys.argv[1]).resolve(), int(sys.argv[2]), int(sys.argv[3])
@@ -56,16 +61,14 @@ out, steps, save_every = Path(sys.argv[1]).resolve(), int(sys.argv[2]), int(sys.
 def train_one_step(step, weights):
     step.assign_add(1)
     weights.assign_add(float(step) / steps)
-    with open(out / "steps.jsonl", "a") as f:
-        f.write(json.dumps({{"step": int(step), "total": float(weights)}}) + "\\n")
+    events.emit("step", step=int(step), total=float(weights))
     time.sleep(0.2)
 
 
 {learner}
 
 {name}(out / "checkpoints", steps, save_every, flag.is_set, train_one_step)
-with open(out / "ends.jsonl", "a") as f:
-    f.write(json.dumps({{"warned": flag.is_set()}}) + "\\n")
+events.emit("end", warned=flag.is_set())
 sys.exit(42 if flag.is_set() else 0)
 """
 TASK_SCRIPT = """\
@@ -132,10 +135,10 @@ class _Job:
         self.id = done.stdout.strip().split(";")[0]
         return None
 
-    def lines(self, name: str) -> list[dict]:
+    def reported(self, name: str, kind: str) -> list[dict]:
+        """The events of ``kind`` in the job's file ``name``, in order."""
         path = self.folder / name
-        text = path.read_text() if path.exists() else ""
-        return [json.loads(line) for line in text.splitlines() if line.endswith("}")]
+        return events.parse(path.read_text() if path.exists() else "", kind)
 
     def wait_for(self, condition, timeout: float = _TIMEOUT) -> bool:
         deadline = time.monotonic() + timeout
@@ -223,15 +226,17 @@ def _run_script(job: _Job) -> str | None:
         )
     if asked.get("TimeLimit") == "UNLIMITED":
         return "your job has no time limit: the scheduler cannot warn it before an end it lacks"
-    started = job.wait_for(lambda: len(job.lines("tasks.jsonl")) >= 2, 60)
-    tasks = [t for t in job.lines("tasks.jsonl") if "task" in t]
+    started = job.wait_for(lambda: len(job.reported("events.log", "task")) >= 2, 60)
+    tasks = job.reported("events.log", "task")
     nodes = sorted(t["node"] for t in tasks)
     if not started or len(tasks) != 2 or len(set(nodes)) != 2:
         return f"the job should run one task on each of two nodes; its tasks ran on {nodes}"
     problem = job.warn() or job.requeue()
     if problem:
         return problem
-    if not job.wait_for(lambda: sum(t.get("restart") == 1 for t in job.lines("tasks.jsonl")) == 2):
+    if not job.wait_for(
+        lambda: sum(t["restart"] == 1 for t in job.reported("events.log", "task")) == 2
+    ):
         return "the requeued job did not start its two tasks again"
     return None
 
@@ -258,23 +263,24 @@ def _run_resuming(job: _Job, steps: int, save_every: int) -> str | None:
     if refused:
         return f"sbatch refused the job: {refused}"
     warn_at = save_every + 1  # right after a checkpoint: the next is far off
-    if not job.wait_for(lambda: len(job.lines("steps.jsonl")) >= warn_at):
+    steps_done = lambda: job.reported("job.out", "step")  # noqa: E731
+    if not job.wait_for(lambda: len(steps_done()) >= warn_at):
         return f"your task did not log step {warn_at}: {_job_end(job)}"
     problem = job.warn()
-    first = [s["step"] for s in job.lines("steps.jsonl")]
+    first = [s["step"] for s in steps_done()]
     if problem or first[-1] >= steps:
         return "your task went on to the end after the warning: stop once it has saved"
     problem = job.requeue()
     if problem:
         return problem
-    if not job.wait_for(lambda: len(job.lines("steps.jsonl")) > len(first)):
+    if not job.wait_for(lambda: len(steps_done()) > len(first)):
         return f"after the requeue your task did not train: {_job_end(job)}"
-    problem = _resume_problem(first, job.lines("steps.jsonl")[len(first)]["step"])
+    problem = _resume_problem(first, steps_done()[len(first)]["step"])
     if problem:
         return problem
-    if not job.wait_for(lambda: job.state() in _ENDED) or len(job.lines("ends.jsonl")) < 2:
+    if not job.wait_for(lambda: job.state() in _ENDED) or len(job.reported("job.out", "end")) < 2:
         return f"after the requeue your task did not finish: {_job_end(job)}"
-    second = [s["step"] for s in job.lines("steps.jsonl")][len(first) :]
+    second = [s["step"] for s in steps_done()][len(first) :]
     if second != list(range(first[-1] + 1, steps + 1)):
         return f"after the requeue your task should train steps {first[-1] + 1}..{steps}"
     return _result_problem(job, steps)
@@ -295,7 +301,7 @@ def _resume_problem(first: list[int], resumed: int) -> str | None:
 
 
 def _result_problem(job: _Job, steps: int) -> str | None:
-    final = job.lines("steps.jsonl")[-1]["total"]
+    final = job.reported("job.out", "step")[-1]["total"]
     if not math.isclose(final, sum(range(1, steps + 1)) / steps, rel_tol=1e-9):
         return "your task's final weights are not what an uninterrupted run computes"
     return None
@@ -303,8 +309,9 @@ def _result_problem(job: _Job, steps: int) -> str | None:
 
 def _job_end(job: _Job) -> str:
     out = job.folder / "job.out"
-    text = out.read_text().strip().splitlines() if out.exists() else []
-    return (text[-1] if text else "no output")[:300]
+    lines = out.read_text().strip().splitlines() if out.exists() else []
+    said = [line for line in lines if not events.parse(line)]  # what the events leave: errors
+    return (said[-1] if said else "no output")[:300]
 
 
 _SCRIPT = "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1"

@@ -7,7 +7,6 @@ implementation; hints never give the answer.
 
 from __future__ import annotations
 
-import json
 import random
 import tempfile
 from pathlib import Path
@@ -172,6 +171,7 @@ import json, os, sys
 import numpy as np
 import tensorflow as tf
 from tflearn_helpers import between_graph
+from tflearn_helpers.cluster import events
 
 v1 = tf.compat.v1
 
@@ -189,12 +189,13 @@ def main():
     loss, train_op, hooks = {name}(cluster, task, cluster.num_tasks("worker"), x, y)
     step = v1.train.get_global_step()
     graph = v1.get_default_graph()
-    print(json.dumps({{"graph": {{
-        "variables": {{v.op.name: v.device for v in v1.global_variables()}},
-        "num_required": [  # gradients each update takes, one accumulator per variable
+    events.emit(
+        "graph",
+        variables={{v.op.name: v.device for v in v1.global_variables()}},
+        num_required=[  # gradients each update takes, one accumulator per variable
             int(tf.get_static_value(op.inputs[1])) for op in graph.get_operations()
             if op.type == "ResourceAccumulatorTakeGradient"],
-        "global_step": step is not None}}}}), flush=True)
+        global_step=step is not None)
     if step is None:
         return
     with tf.control_dependencies([train_op]):
@@ -215,8 +216,8 @@ def main():
         while not session.should_stop():
             xb = rng.normal(size=(32, 10)).astype(np.float32)
             value, seen = session.run([loss, after], {{x: xb, y: xb @ true_w}})
-            print(json.dumps({{"loss": float(value), "after": int(seen)}}), flush=True)
-        print(json.dumps({{"done": True}}), flush=True)
+            events.emit("step", loss=float(value), after=int(seen))
+        events.emit("done")
         os._exit(0)  # a sync session can wait forever on close for a token nobody sends
 
 
@@ -229,7 +230,7 @@ def _run_sync_cluster(source: str, name: str, steps: int, timeout: float) -> dic
     ``steps`` global steps (or ``timeout`` s once both have built their graphs: starting
     TensorFlow on a busy machine does not count as a stall); what each worker printed."""
     from .. import cluster
-    from ..cluster import processes
+    from ..cluster import events, processes
 
     spec = cluster.local_cluster_spec(workers=2, ps=1)
     with (
@@ -241,10 +242,10 @@ def _run_sync_cluster(source: str, name: str, steps: int, timeout: float) -> dic
         run.start("server", tasks=[("ps", 0)])
         run.start(program, args=[steps], tasks=[("worker", 0), ("worker", 1)])
         chief = run.procs[("worker", 0)]
-        built = lambda i: '{"graph"' in run.logs("worker", i)  # noqa: E731
+        built = lambda i: events.parse(run.logs("worker", i), "graph")  # noqa: E731
         try:  # both graphs built, or the chief gone (it failed, or it finished already)
             processes.wait_until(lambda: (built(0) and built(1)) or not chief.running(), 300, "")
-            graph = _graph_of(_json_lines(run.logs("worker", 0)))
+            graph = _graph_of(events.parse(run.logs("worker", 0)))
             if graph is not None and _graph_problem(graph, workers=2):
                 code = None  # the graph alone is wrong: no need to train it
             else:
@@ -252,21 +253,11 @@ def _run_sync_cluster(source: str, name: str, steps: int, timeout: float) -> dic
         except TimeoutError:
             code = None  # still running: stalled
         logs = [run.logs("worker", i) for i in (0, 1)]
-    return {"code": code, "logs": logs, "lines": [_json_lines(log) for log in logs]}
-
-
-def _json_lines(log: str) -> list[dict]:
-    lines = []
-    for line in log.splitlines():
-        try:
-            lines.append(json.loads(line) if line.startswith("{") else None)
-        except json.JSONDecodeError:
-            continue  # a line cut short when the process was stopped
-    return [line for line in lines if isinstance(line, dict)]
+    return {"code": code, "logs": logs, "lines": [events.parse(log) for log in logs]}
 
 
 def _graph_of(lines: list[dict]):
-    return next((ln["graph"] for ln in lines if "graph" in ln), None)
+    return next((ln for ln in lines if ln["kind"] == "graph"), None)
 
 
 def _graph_problem(graph: dict, workers: int):
@@ -294,7 +285,7 @@ def _judge_sync(outcome: dict, steps: int, timeout: float):
     problem = _graph_problem(graph, workers=len(outcome["lines"]))
     if problem:
         return problem
-    done = [ln for worker in outcome["lines"] for ln in worker if "after" in ln]
+    done = [ln for worker in outcome["lines"] for ln in worker if ln["kind"] == "step"]
     reached = max((ln["after"] for ln in done), default=0)
     if outcome["code"] is None or reached < steps:
         return (
