@@ -157,9 +157,7 @@ def test_readability_limits_are_measured():
 # --- One report channel: a child process reports to its notebook with cluster.events ---------
 #: Lessons whose programs still report some other way, with why (strict xfails, as above).
 NOT_YET_EVENTS = {
-    "04": "lesson 04's worker prints free text and the lesson decodes JSON lines (another branch)",
     "06": "lesson 06's probes print bare JSON, decoded by the lesson (another branch)",
-    "08b": "the legacy lab splits TFLEARN_EVENT lines by hand",
 }
 #: How a notebook gets a child's text: Child.output/errors/tail, LocalCluster.logs, a file's
 #: read_text, a pipe's readline; the stdout/stderr of subprocess.run.
