@@ -17,8 +17,11 @@ batch and bytes in every variant; only the packing differs.
 The goal, ">= 1.25x where compute and communication are equal", needs the two equal in every
 round, and on a shared machine the compute moves (2x between rounds was seen). So before each
 round the workers time the compute alone and the all-reduce alone, and this process sets the
-link's rate at which the all-reduce would take the compute's time (the wire time dominates,
-so it scales as 1/rate). Each round then times both again and runs ``--steps`` passes, each
+link's rate at which the all-reduce would take the median compute time seen so far (the wire
+time dominates, so it scales as 1/rate). Each round then times both again, and the packed
+all-reduce alone (its extra time over one pack: the extra collectives' latency) with the CPU
+seconds the process used per second of all-reduce ("comm CPU", over the compute's), and runs
+``--steps`` passes, each
 running every packing once, in an order that rotates; one pack / packed is taken pass by pass
 (back-to-back steps see the same load) and the median over the passes of the rounds whose
 all-reduce took within 1.25x of the compute is set against the goal (exit code 1 if missed).
@@ -139,10 +142,13 @@ def timed(fn):
     return time.perf_counter() - start
 
 
-def consecutive(fn):
+def consecutive(fn, name=None):
     barrier()
     fn()  # traces on the first call
+    wall, used = time.perf_counter(), time.process_time()
     times = [timed(fn) for _ in range(args.steps)]
+    if name:  # CPU seconds this process used (all its threads) per second of the steps
+        cpu[name] = (time.process_time() - used) / (time.perf_counter() - wall)
     barrier()
     return float(np.median(times))
 
@@ -178,10 +184,11 @@ for r in range(args.rounds):
                    "all-reduce alone": consecutive(lambda: all_reduce(grads))}
         cluster.events.emit("calibrate", attempt=r, seconds=figures)
         rate_set(r)
-    figures = {"compute alone": consecutive(compute_alone),
-               "all-reduce alone": consecutive(lambda: all_reduce(grads)),
+    cpu = {}
+    figures = {"compute alone": consecutive(compute_alone, "compute"),
+               "all-reduce alone": consecutive(lambda: all_reduce(grads), "all-reduce"),
                "packed all-reduce alone": consecutive(lambda: all_reduce_packed(grads))}
-    cluster.events.emit("round", round=r, seconds=figures, steps=interleaved(steps))
+    cluster.events.emit("round", round=r, seconds=figures, cpu=cpu, steps=interleaved(steps))
 packed = packs[1]
 barrier()
 if task == 0:
@@ -238,10 +245,11 @@ def overlap_in_trace(logdir: Path) -> tuple[float, float, float]:
 
 
 def calibrate(net, job, folder: Path, attempts: int) -> list[tuple]:
-    """Before each round: read worker 0's compute and all-reduce times at the current rate, set
-    the rate at which the all-reduce would take as long as the compute (its time scales as
-    1/rate: the wire time dominates), and tell the workers (a file) that it is set. The load
-    of a shared machine moves the compute between rounds; the rate follows it."""
+    """Before each round: read worker 0's all-reduce time at the current rate, set the rate at
+    which it would take as long as the compute (its time scales as 1/rate: the wire time
+    dominates), and tell the workers (a file) that it is set. The compute is the median of
+    every compute time measured so far: the load of a shared machine moves it from one
+    measurement to the next (2x was seen), and a rate chasing each one flaps."""
     done = []
     for attempt in range(attempts):
         event = cluster.events.wait_for(
@@ -250,8 +258,9 @@ def calibrate(net, job, folder: Path, attempts: int) -> list[tuple]:
             timeout=600,
             depends_on=job.procs.values(),
         )
-        c, comm = event["seconds"]["compute alone"], event["seconds"]["all-reduce alone"]
-        rate = net.rate_mbit
+        seen = cluster.events.parse(job.logs("worker", 0))  # every compute time so far
+        c = float(np.median([e["seconds"]["compute alone"] for e in seen if "seconds" in e]))
+        comm, rate = event["seconds"]["all-reduce alone"], net.rate_mbit
         net.set_rate(float(np.clip(rate * comm / c, 10, 10_000)))
         done.append((rate, c, comm, net.rate_mbit))
         (folder / f"rate-{attempt}").write_text(str(net.rate_mbit))
@@ -334,13 +343,14 @@ def main(argv=None) -> int:
         equal += [r] if 1 / EQUAL <= comm / c <= EQUAL else []
         bound = ceiling(args.width, args.depth, int(packs[1]), *shares(event))
         latency = event["seconds"]["packed all-reduce alone"] - comm
+        used = event["cpu"]["all-reduce"] / event["cpu"]["compute"]  # of what compute gets
         measured = [np.median(step_ratios([event], "0", b)) for b in packs[1:]]
-        rows.append((r, f"{mbit:.0f}", f"{1e3 * c:.0f}", f"{1e3 * comm:.0f}", f"{comm / c:.2f}",
-                     f"{1e3 * latency:+.0f}", f"{bound:.2f}",
+        rows.append((r, f"{mbit or 0:.0f}", f"{1e3 * c:.0f}", f"{1e3 * comm:.0f}", f"{comm / c:.2f}",
+                     f"{1e3 * latency:+.0f}", f"{used:.2f}", f"{bound:.2f}",
                      *(f"{x:.2f}" for x in measured)))  # fmt: skip
     link = "Mbit/s" if net.shaped else "Mbit/s (unshaped)"
     headers = ("round", link, "compute ms", "all-reduce ms", "ratio", "packed: extra ms",
-               f"ceiling {packs[1]}",
+               "comm CPU", f"ceiling {packs[1]}",
                *(f"one pack / {b}" for b in packs[1:]))  # fmt: skip
     print(report.format_table(rows, headers))
     c = float(np.median([e["seconds"]["compute alone"] for e in rounds]))
@@ -370,6 +380,11 @@ def main(argv=None) -> int:
     bound = np.median([ceiling(args.width, args.depth, int(packs[1]), *shares(rounds[r]))
                        for r in equal])  # fmt: skip
     verdict = "met" if speedup >= GOAL else "missed"
+    one_core = np.median([(1 + shares(rounds[r])[0])
+                          / (1 + shares(rounds[r])[0] * rounds[r]["cpu"]["all-reduce"]
+                             / rounds[r]["cpu"]["compute"]) for r in equal])  # fmt: skip
+    print(f"one core per worker: with the all-reduce's CPU work added to the compute's, a "
+          f"packed step takes at least c + (comm CPU) * comm: at most {one_core:.2f}x")  # fmt: skip
     print(f"bytes_per_pack={packs[1]}: one pack / packed {speedup:.2f}x (ceiling {bound:.2f}x), "
           f"the median of the passes of the {len(equal)} rounds where the all-reduce took within "
           f"{EQUAL}x of the compute (goal >= {GOAL}x: {verdict})")  # fmt: skip
