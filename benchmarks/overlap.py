@@ -345,8 +345,8 @@ def main(argv=None) -> int:
         latency = event["seconds"]["packed all-reduce alone"] - comm
         used = event["cpu"]["all-reduce"] / event["cpu"]["compute"]  # of what compute gets
         measured = [np.median(step_ratios([event], "0", b)) for b in packs[1:]]
-        rows.append((r, f"{mbit or 0:.0f}", f"{1e3 * c:.0f}", f"{1e3 * comm:.0f}", f"{comm / c:.2f}",
-                     f"{1e3 * latency:+.0f}", f"{used:.2f}", f"{bound:.2f}",
+        rows.append((r, f"{mbit or 0:.0f}", f"{1e3 * c:.0f}", f"{1e3 * comm:.0f}",
+                     f"{comm / c:.2f}", f"{1e3 * latency:+.0f}", f"{used:.2f}", f"{bound:.2f}",
                      *(f"{x:.2f}" for x in measured)))  # fmt: skip
     link = "Mbit/s" if net.shaped else "Mbit/s (unshaped)"
     headers = ("round", link, "compute ms", "all-reduce ms", "ratio", "packed: extra ms",
