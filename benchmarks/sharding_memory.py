@@ -59,7 +59,7 @@ def recomputation(batch: int, steps: int) -> list[tuple]:
             )
             if child.wait(timeout=900) != 0:
                 raise RuntimeError(f"recompute={recompute} failed:\n{child.errors()[-2000:]}")
-            got[recompute] = json.loads(child.output().splitlines()[-1])  # its last line
+            got[recompute] = cluster.events.parse(child.output(), "result")[-1]
             need = transformer_memory.transformer(
                 transformer_memory.TransformerShape(**shape), batch, recompute=recompute
             )

@@ -58,7 +58,7 @@ def program(change: tuple[str, str] | None = None) -> Path:
 
 def peaks(path: Path, shape: dict, batch: int, stages, timeout: float) -> list[dict]:
     """Each worker's result, {"peaks": {stage: bytes}, "losses": {stage: loss}}, as the lesson
-    starts them: two processes, a TF_CONFIG each, the result the last line of output."""
+    starts them: two processes, a TF_CONFIG each, the result one "result" event."""
     workers = [f"localhost:{portpicker.pick_unused_port()}" for _ in range(2)]
     argv = [sys.executable, str(path), json.dumps([shape, batch, 1, list(stages)])]
     children = []
@@ -71,7 +71,7 @@ def peaks(path: Path, shape: dict, batch: int, stages, timeout: float) -> list[d
         for i, child in enumerate(children):
             if child.wait(timeout=timeout) != 0:
                 raise RuntimeError(f"worker {i} failed:\n{child.errors()[-2000:]}")
-        return [json.loads(child.output().splitlines()[-1]) for child in children]
+        return [cluster.events.parse(child.output(), "result")[-1] for child in children]
 
 
 def main(argv=None) -> int:

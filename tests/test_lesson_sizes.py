@@ -142,3 +142,14 @@ def test_planner_cases_are_what_lessons_02_and_03_predict():
     assert case03.limit == lesson_sizes.by_number("03").gpu_memory_mb * memory.MiB
     with pytest.raises(ValueError, match="'02' and '03'"):
         lesson_sizes.planner_case("04")
+
+
+def test_pipeline_stages_cut_like_pipeline_cuts_and_one_stage_is_the_whole_model():
+    resnet = lesson_sizes.resnet50(32)
+    cuts, stages = lesson_sizes.pipeline_stages(resnet, 2, 16, 4, "1f1b", "adam")
+    assert cuts == lesson_sizes.pipeline_cuts(resnet, 2)
+    assert stages == memory.pipeline(resnet, cuts, 16, 4, "1f1b", "adam")
+    cuts, (whole,) = lesson_sizes.pipeline_stages(resnet, 1, 16)
+    assert cuts == [] and whole == memory.pipeline(resnet, [], 16, 8, "gpipe", "momentum")[0]
+    with pytest.raises(ValueError, match="stages"):
+        lesson_sizes.pipeline_stages(resnet, 0, 16)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import memory, models, transformer_memory
+from . import memory, models, transformer_memory, validate
 from .runtime.devices import DEFAULT_GPU_MEMORY_MB
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "by_number",
     "mlp",
     "pipeline_cuts",
+    "pipeline_stages",
     "planner_case",
     "resnet50",
 ]
@@ -99,6 +100,21 @@ def pipeline_cuts(mem: memory.ModelMemory, stages: int) -> list[str]:
     return [names[i] for i in last]
 
 
+def pipeline_stages(
+    mem: memory.ModelMemory,
+    stages: int,
+    batch: int,
+    micro_batches: int = 8,
+    schedule: str = "gpipe",
+    optimizer: str = "momentum",
+) -> tuple[list[str], list[memory.Footprint]]:
+    """The cuts ``pipeline_cuts`` makes (none for one stage) and each stage's Footprint under
+    ``schedule`` (``memory.pipeline``): lesson 03's split, as lesson 06's planner asks for it."""
+    validate.counts(stages=stages)
+    cuts = pipeline_cuts(mem, stages) if stages > 1 else []
+    return cuts, memory.pipeline(mem, cuts, batch, micro_batches, schedule, optimizer)
+
+
 def _lesson00(profile: str, n: int) -> list[int]:
     side = {"smoke": 1024, "cpu": 1536, "gpu": 4096}[profile]
     return [3 * side * side * 4] * n  # x, x + i and their product on every device
@@ -139,9 +155,8 @@ def _lesson03(profile: str, n: int) -> list[int]:
     mem, batch = resnet50(PIPELINE_IMAGE[profile]), PIPELINE_BATCH[profile]
     worst = [0] * n
     for k in sorted({2, min(4, n)}):
-        cuts = pipeline_cuts(mem, k)
         for m, schedule in itertools.product(MICRO_BATCHES, memory.SCHEDULES):
-            for i, stage in enumerate(memory.pipeline(mem, cuts, batch, m, schedule, "momentum")):
+            for i, stage in enumerate(pipeline_stages(mem, k, batch, m, schedule)[1]):
                 worst[i] = max(worst[i], stage.total)
     return worst
 
@@ -204,8 +219,7 @@ def planner_case(number: str) -> PlannerCase:
         need = memory.mirrored(mem, batch, 2, "adam")
         return PlannerCase("02", "dp2 zero0 tp1 pp1", model, mem, batch, "adam", limit, need)
     batch = PIPELINE_BATCH["gpu"]
-    stages = memory.pipeline(mem, pipeline_cuts(mem, 2), batch, 8, "gpipe", "momentum")
-    need = max(stages, key=lambda f: f.total)
+    need = max(pipeline_stages(mem, 2, batch)[1], key=lambda f: f.total)
     return PlannerCase("03", "dp1 zero0 tp1 pp2", model, mem, batch, "momentum", limit, need)
 
 
