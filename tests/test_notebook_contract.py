@@ -155,10 +155,6 @@ def test_readability_limits_are_measured():
 
 
 # --- One report channel: a child process reports to its notebook with cluster.events ---------
-#: Lessons whose programs still report some other way, with why (strict xfails, as above).
-NOT_YET_EVENTS = {
-    "06": "lesson 06's probes print bare JSON, decoded by the lesson (another branch)",
-}
 #: How a notebook gets a child's text: Child.output/errors/tail, LocalCluster.logs, a file's
 #: read_text, a pipe's readline; the stdout/stderr of subprocess.run.
 _CHILD_TEXT_CALLS = {"output", "errors", "tail", "logs", "read_text", "readline"}
@@ -263,9 +259,6 @@ def _comprehension_names(node, parents, tainted: set) -> set:
 
 def _events_param(path):
     key = readability.lesson_id(path)
-    if path.parent.name == "notebooks" and key in NOT_YET_EVENTS:
-        mark = pytest.mark.xfail(strict=True, reason=NOT_YET_EVENTS[key])
-        return pytest.param(path, id=key, marks=mark)
     return pytest.param(path, id=key if path.parent.name == "notebooks" else f"solutions/{key}")
 
 
