@@ -51,11 +51,12 @@ def test_check_09_2_replay_moves_the_weights_as_plain_sgd():
 
     x, y = lesson09._regression(np.random.default_rng(0))
     start = [np.zeros((8, 1), np.float32), np.zeros(1, np.float32)]
-    still = lesson09._replay(x, y, start, [0, 0])
-    assert all(not np.any(move) for move in still)
-    one, two = (lesson09._replay(x, y, start, [n, n]) for n in (1, 2))
+    still, no_losses = lesson09._replay(x, y, start, [0, 0])
+    assert all(not np.any(move) for move in still) and no_losses == []
+    (one, losses), (two, _) = (lesson09._replay(x, y, start, [n, n]) for n in (1, 2))
     residual = [float(np.mean((x @ k + b - y) ** 2)) for k, b in (start, one, two)]
     assert residual[0] > residual[1] > residual[2]
+    assert len(losses) == 2 and np.isclose(losses[0], np.mean(y[:32] ** 2))  # before its update
 
 
 def test_check_09_3_hints_never_contain_the_answer():
