@@ -38,10 +38,25 @@ def test_check_09_1_accepts_one_piece_per_ps_and_hints_otherwise():
         assert verdict.status == "wrong" and words in verdict.message
 
 
-def test_check_09_2_rejects_what_is_not_a_pair_of_functions_or_a_coordinator():
-    assert "pair" in _verdict("09.2", (len,), object(), {}).message
-    assert "functions themselves" in _verdict("09.2", (1, 2), object(), {}).message
-    assert "ClusterCoordinator" in _verdict("09.2", (len, len), object(), {}).message
+def test_check_09_2_rejects_what_is_not_a_function_or_a_coordinator():
+    assert "function train itself" in _verdict("09.2", [1, 2], object()).message
+    assert "ClusterCoordinator" in _verdict("09.2", len, object()).message
+
+
+def test_check_09_2_replay_moves_the_weights_as_plain_sgd():
+    """The expected move of (kernel, bias): zero for no batch, towards the fit for some."""
+    import numpy as np
+
+    from tflearn_helpers.exercise_checks import lesson09
+
+    x, y = lesson09._regression(np.random.default_rng(0))
+    start = [np.zeros((8, 1), np.float32), np.zeros(1, np.float32)]
+    still, no_losses = lesson09._replay(x, y, start, [0, 0])
+    assert all(not np.any(move) for move in still) and no_losses == []
+    (one, losses), (two, _) = (lesson09._replay(x, y, start, [n, n]) for n in (1, 2))
+    residual = [float(np.mean((x @ k + b - y) ** 2)) for k, b in (start, one, two)]
+    assert residual[0] > residual[1] > residual[2]
+    assert len(losses) == 2 and np.isclose(losses[0], np.mean(y[:32] ** 2))  # before its update
 
 
 def test_check_09_3_hints_never_contain_the_answer():

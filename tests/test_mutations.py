@@ -78,7 +78,15 @@ SECRETS = {
     "08.3": ["a - b - 1"],
     "08.5": ["SyncReplicasOptimizer", "make_session_run_hook", "replicas_to_aggregate"],
     "09.1": ["FixedShardsPartitioner", "variable_partitioner="],
-    "09.2": ["strategy.run(replica_step", "apply_gradients(", ".repeat("],
+    "09.2": [
+        "create_per_worker_dataset(",
+        "coordinator.schedule(",
+        "coordinator.join(",
+        "strategy.run(",
+        "@tf.function",
+        ".repeat(",
+        "apply_gradients(",
+    ],
 }
 SHOWN_ABOVE = {  # printed before the question, these would answer it
     "00.3": re.compile(r"kernel.*(CPU|GPU):\d"),
