@@ -5,7 +5,7 @@ One run prints two tables, each as predicted / measured:
 - activation recomputation: lesson 06's Transformer program (taken from the notebook's
   ``%%writefile`` cell, so the two cannot drift apart) runs in fresh processes with the BFC
   allocator's statistics on, with and without ``tf.recompute_grad``, one after the other; next
-  to each measured peak, the memory model's prediction (``transformer_memory.transformer``)
+  to each measured peak, the memory model's prediction (``memory.transformer``)
   and the step-time ratio;
 - ZeRO stages 0-3 on 2 replicas: lesson 06 itself is executed (smoke scale, plain nbclient),
   and the bytes each replica's variables held (section 2's table) are set against the model's
@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tflearn_helpers import cluster, memory, report, transformer_memory
+from tflearn_helpers import cluster, memory, report
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "06_sharding_and_memory.ipynb"
 SHAPES = (
@@ -60,9 +60,7 @@ def recomputation(batch: int, steps: int) -> list[tuple]:
             if child.wait(timeout=900) != 0:
                 raise RuntimeError(f"recompute={recompute} failed:\n{child.errors()[-2000:]}")
             got[recompute] = cluster.events.parse(child.output(), "result")[-1]
-            need = transformer_memory.transformer(
-                transformer_memory.TransformerShape(**shape), batch, recompute=recompute
-            )
+            need = memory.transformer(memory.TransformerShape(**shape), batch, recompute=recompute)
             peak = got[recompute]["peak"]
             rows.append((f"T={shape['seq']} blocks={shape['blocks']}", recompute,
                          need.total / memory.MiB, peak / memory.MiB, need.total / peak,

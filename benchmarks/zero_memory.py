@@ -5,7 +5,7 @@ the two cannot drift apart) runs in two processes under MultiWorkerMirroredStrat
 with ``TF_CPU_ALLOCATOR_USE_BFC=true`` and so an allocator of its own, started as the lesson
 starts them. Each worker trains the
 same Transformer with Adam at every ZeRO stage in turn and reports its own peak per stage.
-The first table sets each peak against the memory model (``transformer_memory.transformer``
+The first table sets each peak against the memory model (``memory.transformer``
 plus ``zero_transient``) and prints ZeRO-3 / plain DP per worker; the goal at N = 2 is 0.6x
 or less (the exit code is 1 when a worker misses it). ``--variants`` also runs ZeRO-3 changed
 in one respect each, beside plain DP in the same processes: what lowers the peak.
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import portpicker
 
-from tflearn_helpers import cluster, memory, report, transformer_memory
+from tflearn_helpers import cluster, memory, report
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "06_sharding_and_memory.ipynb"
 GOAL = 0.6
@@ -83,16 +83,16 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=900, help="seconds per job")
     args = parser.parse_args(argv)
     shape = dict(vocab=64, seq=8, width=args.width, heads=4, blocks=args.blocks)
-    model = transformer_memory.TransformerShape(**shape)
+    model = memory.TransformerShape(**shape)
     runs = peaks(program(), shape, args.batch, (0, 1, 2, 3), args.timeout)
     rows, ratios = [], []
     for worker, run in enumerate(runs):
         for stage in range(4):
             got = run["peaks"][str(stage)]
-            need = transformer_memory.transformer(
+            need = memory.transformer(
                 model, args.batch, recompute=stage >= 2, replicas=2, zero=stage
             )
-            predicted = need.total + transformer_memory.zero_transient(model)
+            predicted = need.total + memory.zero_transient(model)
             loss = run["losses"][str(stage)]
             rows.append((worker, stage, f"{got / memory.MiB:.2f}",
                          f"{predicted / memory.MiB:.2f}", f"{predicted / got:.2f}",

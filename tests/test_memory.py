@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tflearn_helpers import memory, transformer_memory
+from tflearn_helpers import memory
 from tflearn_helpers.memory_probe import measure, result
 
 
@@ -181,7 +181,7 @@ def test_sweep_has_one_deadline_and_reports_what_it_could_not_measure():
     assert rows[2].status.startswith("skipped (predicted") and rows[2].probe is None
 
 
-SHAPE = transformer_memory.TransformerShape(vocab=256, seq=128, width=64, heads=4, blocks=2)
+SHAPE = memory.TransformerShape(vocab=256, seq=128, width=64, heads=4, blocks=2)
 
 
 def test_transformer_parameters_match_keras():
@@ -198,26 +198,22 @@ def test_transformer_parameters_match_keras():
 
 
 def test_transformer_terms():
-    base = transformer_memory.transformer(SHAPE, 8)
+    base = memory.transformer(SHAPE, 8)
     assert base.parameters == base.gradients == 4 * SHAPE.parameters
     assert base.optimizer == 2 * base.parameters
     scores = 4 * 8 * SHAPE.heads * SHAPE.seq**2  # one float32 score matrix per head, batch 8
-    longer = transformer_memory.transformer(
-        transformer_memory.TransformerShape(256, 256, 64, 4, 2), 8
-    )
+    longer = memory.transformer(memory.TransformerShape(256, 256, 64, 4, 2), 8)
     assert longer.activations > 2.5 * base.activations  # twice the tokens: T x T grows 4x
-    assert transformer_memory.transformer(SHAPE, 16).activations == 2 * base.activations
-    deeper = transformer_memory.transformer(
-        transformer_memory.TransformerShape(256, 128, 64, 4, 3), 8
-    )
+    assert memory.transformer(SHAPE, 16).activations == 2 * base.activations
+    deeper = memory.transformer(memory.TransformerShape(256, 128, 64, 4, 3), 8)
     assert deeper.activations - base.activations > 2 * scores  # each block keeps its scores
-    recomputed = transformer_memory.transformer(SHAPE, 8, recompute=True)
+    recomputed = memory.transformer(SHAPE, 8, recompute=True)
     assert recomputed.activations < base.activations and recomputed.parameters == base.parameters
 
 
 def test_transformer_zero_stages_divide_state():
-    plain = transformer_memory.transformer(SHAPE, 8, replicas=4)
-    stages = [transformer_memory.transformer(SHAPE, 8, replicas=4, zero=z) for z in (1, 2, 3)]
+    plain = memory.transformer(SHAPE, 8, replicas=4)
+    stages = [memory.transformer(SHAPE, 8, replicas=4, zero=z) for z in (1, 2, 3)]
     quarter = 4 * -(-SHAPE.parameters // 4)
     assert stages[0].optimizer == 2 * quarter and stages[0].gradients == plain.gradients
     assert stages[1].gradients == quarter and stages[1].parameters == plain.parameters
@@ -226,8 +222,8 @@ def test_transformer_zero_stages_divide_state():
 
 
 def test_transformer_tensor_parallel_splits_blocks():
-    one = transformer_memory.transformer(SHAPE, 8)
-    two = transformer_memory.transformer(SHAPE, 8, tensor_parallel=2)
+    one = memory.transformer(SHAPE, 8)
+    two = memory.transformer(SHAPE, 8, tensor_parallel=2)
     block = 4 * SHAPE.blocks * SHAPE.block_parameters
     assert two.parameters == one.parameters - block // 2
     assert one.activations / 2 < two.activations < one.activations
@@ -235,43 +231,43 @@ def test_transformer_tensor_parallel_splits_blocks():
 
 def test_sequence_parallel_splits_the_layernorm_and_residual_activations():
     vec = SHAPE.seq * SHAPE.width  # per example; at batch 8, float32
-    tp = transformer_memory.transformer(SHAPE, 8, tensor_parallel=2)
-    sp = transformer_memory.transformer(SHAPE, 8, tensor_parallel=2, sequence_parallel=True)
+    tp = memory.transformer(SHAPE, 8, tensor_parallel=2)
+    sp = memory.transformer(SHAPE, 8, tensor_parallel=2, sequence_parallel=True)
     per_norm = (
         4 * 8 * 3 * vec // 2
     )  # 3 of a LayerNorm's 4 kept tensors split; its output stays whole
     assert tp.activations - sp.activations == (2 * SHAPE.blocks + 1) * per_norm
     assert sp.parameters == tp.parameters and sp.optimizer == tp.optimizer
     recomputed = [
-        transformer_memory.transformer(SHAPE, 8, tensor_parallel=2, recompute=True, **kw)
+        memory.transformer(SHAPE, 8, tensor_parallel=2, recompute=True, **kw)
         for kw in ({}, {"sequence_parallel": True})
     ]
     blocks_inputs = 4 * 8 * SHAPE.blocks * vec // 2  # each block's input: half the tokens
     assert recomputed[0].activations - recomputed[1].activations == blocks_inputs + 2 * per_norm
-    alone = transformer_memory.transformer(SHAPE, 8, sequence_parallel=True)  # 1 device: no split
-    assert alone == transformer_memory.transformer(SHAPE, 8)
+    alone = memory.transformer(SHAPE, 8, sequence_parallel=True)  # 1 device: no split
+    assert alone == memory.transformer(SHAPE, 8)
 
 
 def test_vocab_parallel_splits_embedding_head_and_logits():
     d, v = SHAPE.width, SHAPE.vocab
-    tp = transformer_memory.transformer(SHAPE, 8, tensor_parallel=4)
-    vp = transformer_memory.transformer(SHAPE, 8, tensor_parallel=4, vocab_parallel=True)
+    tp = memory.transformer(SHAPE, 8, tensor_parallel=4)
+    vp = memory.transformer(SHAPE, 8, tensor_parallel=4, vocab_parallel=True)
     assert tp.parameters - vp.parameters == 4 * (2 * v * d + v) * 3 // 4  # 3/4 of them gone
     assert tp.activations - vp.activations == 4 * 8 * 2 * SHAPE.seq * v * 3 // 4  # logits, softmax
     assert vp.gradients == vp.parameters and vp.optimizer == 2 * vp.parameters
 
 
 def test_mixed_precision_is_2_2_12_bytes_per_parameter_with_adam():
-    full = transformer_memory.transformer(SHAPE, 8)
-    mixed = transformer_memory.transformer(SHAPE, 8, precision="mixed")
+    full = memory.transformer(SHAPE, 8)
+    mixed = memory.transformer(SHAPE, 8, precision="mixed")
     p = SHAPE.parameters
     assert (mixed.parameters, mixed.gradients, mixed.optimizer) == (2 * p, 2 * p, 12 * p)
     state = mixed.parameters + mixed.gradients + mixed.optimizer
     assert state == full.parameters + full.gradients + full.optimizer  # Adam: 16 bytes either way
     assert 2 * mixed.activations == full.activations and mixed.inputs == full.inputs  # int32 tokens
-    sgd = transformer_memory.transformer(SHAPE, 8, "sgd", precision="mixed")
+    sgd = memory.transformer(SHAPE, 8, "sgd", precision="mixed")
     assert sgd.optimizer == 4 * p  # only the float32 master weights
-    sharded = transformer_memory.transformer(SHAPE, 8, replicas=4, zero=1, precision="mixed")
+    sharded = memory.transformer(SHAPE, 8, replicas=4, zero=1, precision="mixed")
     assert sharded.optimizer == 12 * -(-p // 4) and sharded.gradients == 2 * p  # ZeRO-1: K/N
 
 
@@ -286,31 +282,29 @@ def test_mixed_precision_is_2_2_12_bytes_per_parameter_with_adam():
 )
 def test_transformer_bad_input(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        transformer_memory.transformer(SHAPE, 8, **kwargs)
+        memory.transformer(SHAPE, 8, **kwargs)
     with pytest.raises(ValueError, match="heads"):
-        transformer_memory.TransformerShape(256, 128, 64, 5, 2)
+        memory.TransformerShape(256, 128, 64, 5, 2)
 
 
 def test_sequence_and_vocab_splits_must_divide():
-    odd_vocab = transformer_memory.TransformerShape(vocab=254, seq=128, width=64, heads=4, blocks=2)
+    odd_vocab = memory.TransformerShape(vocab=254, seq=128, width=64, heads=4, blocks=2)
     with pytest.raises(ValueError, match="vocab 254 does not split over 4"):
-        transformer_memory.transformer(odd_vocab, 8, tensor_parallel=4, vocab_parallel=True)
-    short = transformer_memory.TransformerShape(vocab=256, seq=130, width=64, heads=4, blocks=2)
+        memory.transformer(odd_vocab, 8, tensor_parallel=4, vocab_parallel=True)
+    short = memory.TransformerShape(vocab=256, seq=130, width=64, heads=4, blocks=2)
     with pytest.raises(ValueError, match="seq 130"):
-        transformer_memory.transformer(short, 8, tensor_parallel=4, sequence_parallel=True)
-    assert transformer_memory.transformer(odd_vocab, 8, tensor_parallel=4)  # no split asked
+        memory.transformer(short, 8, tensor_parallel=4, sequence_parallel=True)
+    assert memory.transformer(odd_vocab, 8, tensor_parallel=4)  # no split asked
 
 
 def test_zero_transient_is_three_copies_of_the_largest_unit():
-    wide = transformer_memory.TransformerShape(vocab=64, seq=8, width=128, heads=4, blocks=8)
-    assert transformer_memory.zero_transient(wide) == 3 * 4 * wide.block_parameters  # a block
-    big_vocab = transformer_memory.TransformerShape(vocab=4096, seq=8, width=64, heads=4, blocks=2)
-    assert transformer_memory.zero_transient(big_vocab) == 3 * 4 * (64 * 4096 + 4096 + 2 * 64)
-    split = transformer_memory.zero_transient(wide, tensor_parallel=2)
+    wide = memory.TransformerShape(vocab=64, seq=8, width=128, heads=4, blocks=8)
+    assert memory.zero_transient(wide) == 3 * 4 * wide.block_parameters  # a block
+    big_vocab = memory.TransformerShape(vocab=4096, seq=8, width=64, heads=4, blocks=2)
+    assert memory.zero_transient(big_vocab) == 3 * 4 * (64 * 4096 + 4096 + 2 * 64)
+    split = memory.zero_transient(wide, tensor_parallel=2)
     assert split == 3 * 4 * max(wide.block_parameters // 2, 64 * 128 + 64 + 2 * 128)
-    vocab_split = transformer_memory.zero_transient(
-        big_vocab, tensor_parallel=4, vocab_parallel=True
-    )
+    vocab_split = memory.zero_transient(big_vocab, tensor_parallel=4, vocab_parallel=True)
     assert vocab_split == 3 * 4 * ((64 * 4096 + 4096) // 4 + 2 * 64)  # the head, in quarters
     with pytest.raises(ValueError, match="tensor_parallel"):
-        transformer_memory.zero_transient(wide, tensor_parallel=0)
+        memory.zero_transient(wide, tensor_parallel=0)

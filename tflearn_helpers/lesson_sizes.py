@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import memory, models, transformer_memory, validate
+from . import memory, models, validate
 from .runtime.devices import DEFAULT_GPU_MEMORY_MB
 
 __all__ = [
@@ -167,8 +167,8 @@ def _lesson04(profile: str, n: int) -> list[int]:
 
 def _lesson06(profile: str, n: int) -> list[int]:
     """One training step of the measured Transformer (section 1), were it run on a device."""
-    shape = transformer_memory.TransformerShape(**TRANSFORMER_SHAPE[profile])
-    return [transformer_memory.transformer(shape, PROBE_BATCH, "adam").total] * n
+    shape = memory.TransformerShape(**TRANSFORMER_SHAPE[profile])
+    return [memory.transformer(shape, PROBE_BATCH, "adam").total] * n
 
 
 LESSONS = (
