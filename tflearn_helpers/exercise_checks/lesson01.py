@@ -64,7 +64,16 @@ def distributed_dataset(make_dataset, strategy):
     if problem:
         return problem
     n, rng = strategy.num_replicas_in_sync, np.random.default_rng()
-    global_batch, steps = n * int(rng.integers(2, 9)), int(rng.integers(2, 6))
+    for k in rng.choice(np.arange(2, 9), size=2, replace=False):  # a constant fits one at most
+        problem = _one_pass_problem(make_dataset, strategy, rng, n * int(k))
+        if problem:
+            return problem
+    return None
+
+
+def _one_pass_problem(make_dataset, strategy, rng, global_batch):
+    """What is wrong with one pass of ``make_dataset`` over fresh data, or None."""
+    n, steps = strategy.num_replicas_in_sync, int(rng.integers(2, 6))
     x = rng.standard_normal((steps * global_batch, int(rng.integers(2, 6)))).astype(np.float32)
     y = rng.permutation(len(x)).astype(np.int32)  # each label names one example
     result = make_dataset(strategy, x, y, global_batch)
