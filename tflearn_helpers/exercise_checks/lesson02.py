@@ -23,14 +23,19 @@ def file_sharded_pipeline(fn):
     if not callable(fn):
         return "pass the function itself, not a dataset it made"
     rng = np.random.default_rng()
-    workers = int(rng.integers(2, 5))
-    shards, per_file, batch = 2 * workers, int(rng.integers(2, 5)), int(rng.integers(2, 5))
-    with tempfile.TemporaryDirectory() as directory:
-        images = generated_images(shards * per_file, 16, seed=int(rng.integers(1000)))
-        files = write_shards(images, directory, shards=shards)
-        return _check_shards(fn, files, workers, batch, len(images.x)) or _pipeline_graph_problem(
-            fn, files, workers, batch
-        )
+    # two runs, with other workers and another batch: a number written into the answer fits one
+    sizes = zip(rng.permutation([2, 3, 4])[:2], rng.permutation([2, 3, 4])[:2], strict=True)
+    for workers, batch in sizes:
+        shards, per_file = 2 * int(workers), int(rng.integers(2, 5))
+        with tempfile.TemporaryDirectory() as directory:
+            images = generated_images(shards * per_file, 16, seed=int(rng.integers(1000)))
+            files = write_shards(images, directory, shards=shards)
+            problem = _check_shards(
+                fn, files, int(workers), int(batch), len(images.x)
+            ) or _pipeline_graph_problem(fn, files, int(workers), int(batch))
+        if problem:
+            return problem
+    return None
 
 
 def _check_shards(fn, files: list[str], workers: int, batch: int, images: int):
@@ -109,17 +114,24 @@ def resume_from_checkpoint(fn):
     of several checkpoints saved every few steps (how many: the check's choice)."""
     if not callable(fn):
         return "pass the function itself, not its result"
-    with tempfile.TemporaryDirectory() as directory:
-        return _check_resume(fn, directory)
+    rng, steps = np.random.default_rng(), []
+    for _ in range(2):  # two runs that resume from other steps: a number written in fits one
+        every = int(rng.integers(2, 6))  # a checkpoint every few steps: its number is not the step
+        total = int(rng.integers(2 * every, 5 * every))
+        while total // every * every in steps:
+            total += every
+        steps.append(total // every * every)
+        with tempfile.TemporaryDirectory() as directory:
+            problem = _check_resume(fn, directory, rng, every, total)
+        if problem:
+            return problem
+    return None
 
 
-def _check_resume(fn, directory: str):
+def _check_resume(fn, directory: str, rng, every: int, total: int):
     import keras
     import tensorflow as tf
 
-    rng = np.random.default_rng()
-    every = int(rng.integers(2, 6))  # a checkpoint every few steps: its number is not the step
-    total = int(rng.integers(2 * every, 5 * every))
     model, optimizer = _tiny(keras)
     ckpt = tf.train.Checkpoint(model=model, optimizer=optimizer)
     manager = tf.train.CheckpointManager(ckpt, directory, max_to_keep=3)
