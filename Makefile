@@ -1,12 +1,15 @@
 # tflearn: the course's commands. Each target creates what it needs from scratch.
-#   make test    lint, unit tests, the main job itself (make course: every lesson at the profile
-#                a learner's machine gets, cpu here), and at the smoke profile: Run All of the
-#                exercises unfilled, Run All of the lessons and solutions on the oldest stack, and a
-#                real browser running Run All in JupyterLab; five jobs, three at a time (the unit
-#                tests run every solution cell on the main stack, with each check's wrong answers)
+#   make lab     JupyterLab on the course (no root, no apt; lab 08b's kernel only where Python
+#                3.11 exists: without it the lab opens and says how to add lab 08b later)
 #   make course  execute the whole course at the default scale into build/ (HTML + index),
-#                two notebooks at a time (COURSE_JOBS)
-#   make lab     JupyterLab on the course
+#                two notebooks at a time (COURSE_JOBS); no root, no apt: a lesson missing a
+#                system program (Slurm, iproute2) says so, and the summary page lists it
+#   make test    what CI runs: system-deps (root), lint, unit tests, the main job itself (make
+#                course: every lesson at the profile a learner's machine gets, cpu here), and at
+#                the smoke profile: Run All of the exercises unfilled, Run All of the lessons and
+#                solutions on the oldest stack, a real browser running Run All in JupyterLab, and
+#                a new unprivileged user's make course with Slurm, iproute2 and apt hidden
+#   make system-deps  (root, Debian) chromium, iproute2, slurm-wlm and munge, with apt-get
 #   make doctor  is this machine ready? (versions, devices, a 2-replica step, a gRPC round trip)
 #   make soak    Run All of every lesson, solution and unfilled exercise SOAK_RUNS times (5),
 #                two at a time, at SOAK_SCALE (smoke; cpu for the main job's profile), into a
@@ -14,7 +17,7 @@
 #   make soak-lab  Run All of lesson SOAK_LAB (04) SOAK_LAB_RUNS times (10) in JupyterLab in
 #                headless Chromium, each in a fresh kernel (the browser test, repeated)
 PYTHON ?= python3
-PYTHON_LEGACY ?= python3.11
+PYTHON_LEGACY ?= $(shell tools/find_python.sh 3.11 --strict)
 PYTHON_OLDEST ?= $(shell tools/find_python.sh 3.12)
 VENV := .venv
 LEGACY := .venv-legacy
@@ -23,9 +26,11 @@ RUN_ALL := build/run-all
 BIN := $(VENV)/bin
 PIP_FLAGS := -q --disable-pip-version-check
 export TF_CPP_MIN_LOG_LEVEL ?= 2
+export PYTHONFAULTHANDLER ?= 1  # a crashed Python (a test, a kernel, a worker) prints its stack
 
 .PHONY: test test-unit test-browser test-nbval-solutions unit notebooks run-all run-all-exercises run-all-oldest course lab doctor \
-	lint format exercises env legacy-env oldest-env browser-deps network-deps slurm-deps soak soak-lab clean
+	lint format exercises env legacy-env legacy-kernel oldest-env system-deps soak soak-lab clean \
+	test-learner
 
 env: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
@@ -33,16 +38,28 @@ $(VENV)/.installed: pyproject.toml requirements/constraints.txt
 	$(BIN)/python -m pip install $(PIP_FLAGS) -c requirements/constraints.txt -e ".[dev]"
 	@touch $@
 
-# Lab 08b runs on TensorFlow 2.15 (the last release with Estimators), in its own kernel.
+# Lab 08b runs on TensorFlow 2.15 (the last release with Estimators), in its own kernel. It
+# needs Python 3.11 (TensorFlow 2.15 has no wheels for newer Pythons). legacy-env insists (make
+# test); legacy-kernel, what make lab and make course use, builds it where Python 3.11 exists and
+# otherwise says in one line how to add it later: the rest of the course needs no Python 3.11.
+LEGACY_MISSING := Lab 08b's kernel needs Python 3.11 (TensorFlow 2.15), and there is none here
 legacy-env: $(LEGACY)/.installed
 $(LEGACY)/.installed: requirements/legacy.txt $(VENV)/.installed
-	@command -v $(PYTHON_LEGACY) >/dev/null || { echo "Lab 08b needs $(PYTHON_LEGACY) (TensorFlow 2.15 has no wheels for newer Pythons)."; exit 1; }
+	@test -n "$(PYTHON_LEGACY)" && command -v $(PYTHON_LEGACY) >/dev/null || { \
+		echo "$(LEGACY_MISSING) (PYTHON_LEGACY=$(PYTHON_LEGACY))."; exit 1; }
 	@test -x $(LEGACY)/bin/python || $(PYTHON_LEGACY) -m venv $(LEGACY)
 	$(LEGACY)/bin/python -m pip install $(PIP_FLAGS) -r requirements/legacy.txt
 	$(LEGACY)/bin/python -m pip install $(PIP_FLAGS) --no-deps -e .
 	$(LEGACY)/bin/python -m ipykernel install --prefix $(abspath $(VENV)) \
 		--name tflearn-legacy --display-name "Python 3.11 (TensorFlow 2.15, legacy)" >/dev/null
 	@touch $@
+
+legacy-kernel: env
+	@if test -n "$(PYTHON_LEGACY)" && command -v $(PYTHON_LEGACY) >/dev/null; then \
+		$(MAKE) --no-print-directory legacy-env; \
+	else \
+		echo "$(LEGACY_MISSING): the course runs without lab 08b. To add it later: make legacy-env PYTHON_LEGACY=/path/to/python3.11"; \
+	fi
 
 # The oldest stack the course supports (Colab's): Python 3.12, TensorFlow 2.19, Keras 3.10.
 oldest-env: $(OLDEST)/.installed
@@ -52,35 +69,22 @@ $(OLDEST)/.installed: requirements/oldest.txt
 	$(OLDEST)/bin/python -m pip install $(PIP_FLAGS) -r requirements/oldest.txt
 	@touch $@
 
-# Debian packages the tests need, as the files they install: a file that exists costs make
-# nothing, so the test jobs that name these files keep their order in make -j3 (a phony
-# prerequisite with a recipe runs again in every job, and make starts later jobs meanwhile).
-CHROMIUM_BINS := /usr/bin/chromium /usr/bin/chromedriver
-IPROUTE_BINS := $(or $(shell command -v ip),/usr/sbin/ip) $(or $(shell command -v tc),/usr/sbin/tc)
-SLURM_BINS := /usr/sbin/slurmctld /usr/sbin/munged
-
-# The real-browser test drives Debian's chromium through chromedriver.
-browser-deps: $(CHROMIUM_BINS)
-$(CHROMIUM_BINS) &:
-	@echo "== installing chromium and chromium-driver (apt)"
+# System programs (Debian packages), installed by root only, never by make lab or make course:
+# the real-browser test drives chromium through chromedriver; lesson 05 shapes a link with ip
+# and tc (iproute2); lesson 07 starts a local Slurm cluster (slurm-wlm, munge). A lesson whose
+# program is missing says so and runs to the end. make test installs them first.
+SYSTEM_PACKAGES := chromium chromium-driver iproute2 slurm-wlm munge
+SYSTEM_BINS := /usr/bin/chromium /usr/bin/chromedriver /usr/sbin/slurmctld /usr/sbin/munged \
+	$(or $(shell command -v ip),/usr/sbin/ip) $(or $(shell command -v tc),/usr/sbin/tc)
+system-deps:
+	@missing=$$(for f in $(SYSTEM_BINS); do test -x $$f || echo $$f; done); \
+	if [ -z "$$missing" ]; then echo "== system packages: all there"; exit 0; fi; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+		echo "make system-deps installs $(SYSTEM_PACKAGES) with apt-get, as root on Debian or Ubuntu."; \
+		echo "Missing here: $$missing"; exit 1; fi; \
+	echo "== installing $(SYSTEM_PACKAGES) (apt)"; \
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-		chromium chromium-driver >/dev/null
-
-# Lesson 05 shapes a link with ip and tc (Debian's iproute2) inside a network namespace.
-# After chromium: two apt-get runs at once would fight over dpkg's lock.
-network-deps: $(IPROUTE_BINS)
-$(IPROUTE_BINS) &: | $(CHROMIUM_BINS)
-	@echo "== installing iproute2 (apt)"
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-		iproute2 >/dev/null
-
-# Lesson 07 starts a local multi-node Slurm cluster (Debian's slurm-wlm and munge). After
-# iproute2, which comes after chromium: one apt-get at a time.
-slurm-deps: $(SLURM_BINS)
-$(SLURM_BINS) &: | $(IPROUTE_BINS)
-	@echo "== installing slurm-wlm and munge (apt)"
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-		slurm-wlm munge >/dev/null
+		$(SYSTEM_PACKAGES) >/dev/null
 
 # The environments install side by side (downloads and unpacking: they wait on the network
 # and the disk, not on each other). Then the five test jobs run three at a time, longest first
@@ -96,24 +100,26 @@ TIMED := tools/timed.sh
 NBVAL := --nbval-lax --nbval-cell-timeout=900 --durations=10 -p no:randomly
 # The solutions are not a job of their own: tests/test_mutations.py runs every solution cell on
 # this stack (beside each check's wrong answers), and run-all-oldest runs them in a kernel.
-TEST_JOBS := course run-all-oldest test-unit test-browser run-all-exercises
+TEST_JOBS := course run-all-oldest test-unit test-browser run-all-exercises test-learner
 
 test:
-	@$(TIMED) "environments and chromium" $(MAKE) --no-print-directory -j4 \
-		env legacy-env oldest-env browser-deps network-deps slurm-deps
+	@$(TIMED) "environments and system packages" $(MAKE) --no-print-directory -j4 \
+		env legacy-env oldest-env system-deps
 	@$(TIMED) "lint" sh -c '$(BIN)/ruff format --check . && $(BIN)/ruff check .'
+	@$(BIN)/python tools/leftovers.py temp --save build/temp-before.txt
 	@$(TIMED) "the test jobs, three at a time" $(MAKE) --no-print-directory -j3 -Oline \
 		COURSE_JOBS=1 $(TEST_JOBS)
+	@$(BIN)/python tools/leftovers.py temp --since build/temp-before.txt
 
-test-unit: env legacy-env $(IPROUTE_BINS) $(SLURM_BINS)
+test-unit: env legacy-env
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: unit tests" $(BIN)/python -m pytest -q tests \
 		--ignore=tests/test_browser.py --durations=15 -p no:randomly
 
-test-browser: env legacy-env $(CHROMIUM_BINS) $(SLURM_BINS)
+test-browser: env legacy-env
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: Run All in JupyterLab (browser)" $(BIN)/python -m \
 		pytest -q tests/test_browser.py -p no:randomly
 
-test-nbval-solutions: env legacy-env $(SLURM_BINS)
+test-nbval-solutions: env legacy-env
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: nbval, solutions" $(BIN)/python -m pytest -q \
 		solutions $(NBVAL)
 
@@ -121,7 +127,7 @@ test-nbval-solutions: env legacy-env $(SLURM_BINS)
 # The main job runs the lessons on the main stack; the unit tests run every solution cell.
 run-all: run-all-exercises run-all-oldest
 
-run-all-exercises: env $(SLURM_BINS)
+run-all-exercises: env
 	@echo "== Run All: every exercise notebook, unfilled, on the main stack"
 	@TFLEARN_SCALE=smoke $(TIMED) "Run All, exercises, main stack" $(BIN)/python \
 		tools/course.py --folders exercises --out $(RUN_ALL)/main
@@ -132,7 +138,7 @@ run-all-exercises: env $(SLURM_BINS)
 # (tools/make_exercises.py), so the solutions run every cell they have on this stack, and what
 # an unfilled check says ("not attempted") is plain Python, proved once by run-all-exercises
 # (9 kernels fewer here, ~75 s).
-run-all-oldest: env oldest-env $(SLURM_BINS)
+run-all-oldest: env oldest-env
 	@echo "== Run All: notebooks and solutions on the oldest stack"
 	rm -rf build/wheel build/lib build/bdist.*  # setuptools' build/lib keeps deleted modules
 	$(BIN)/python -m pip wheel $(PIP_FLAGS) --no-deps -w build/wheel .
@@ -144,10 +150,16 @@ run-all-oldest: env oldest-env $(SLURM_BINS)
 		--folders notebooks,solutions --exclude 08b_ --out $(abspath $(RUN_ALL))/oldest; \
 		rc=$$?; rm -rf $$tmp; exit $$rc
 
+# A new unprivileged user's make course, with Slurm, iproute2, apt and Python 3.11 hidden: the
+# lessons that need them say what they cannot show and run to the end (tools/as_learner.sh).
+test-learner:
+	@$(TIMED) "make course as a new user, no Slurm, iproute2, apt or Python 3.11" \
+		tools/as_learner.sh
+
 unit: env
 	$(BIN)/python -m pytest -q tests
 
-notebooks: env legacy-env $(SLURM_BINS)
+notebooks: env legacy-env
 	TFLEARN_SCALE=smoke $(BIN)/python -m pytest -q notebooks solutions --nbval-lax \
 		--nbval-cell-timeout=900 --durations=0
 
@@ -156,11 +168,12 @@ notebooks: env legacy-env $(SLURM_BINS)
 # COURSE_JOBS=1 runs them one after the other (each lesson's time alone). The profile is the
 # default one (gpu with a GPU, else cpu) unless TFLEARN_SCALE says otherwise.
 COURSE_JOBS ?= 2
-course: env legacy-env $(IPROUTE_BINS) $(SLURM_BINS)
+COURSE_ONLY ?=
+course: env legacy-kernel
 	@$(TIMED) "make course: every lesson at the $${TFLEARN_SCALE:-default} profile" \
-		$(BIN)/python tools/course.py --out build --jobs $(COURSE_JOBS)
+		$(BIN)/python tools/course.py --out build --jobs $(COURSE_JOBS) --only "$(COURSE_ONLY)"
 
-lab: env legacy-env
+lab: env legacy-kernel
 	$(BIN)/jupyter lab
 
 # Flakes show up only over many runs, on a busy machine: SOAK_RUNS=1 for a quick look.
@@ -168,13 +181,13 @@ lab: env legacy-env
 SOAK_RUNS ?= 5
 SOAK_SCALE ?= smoke
 SOAK_ONLY ?=
-soak: env legacy-env $(IPROUTE_BINS) $(SLURM_BINS)
+soak: env legacy-env
 	@echo "== soak: Run All of every notebook $(SOAK_RUNS) times at $(SOAK_SCALE), two at a time"
 	$(BIN)/python tools/soak.py --runs $(SOAK_RUNS) --scale $(SOAK_SCALE) --only "$(SOAK_ONLY)"
 
 SOAK_LAB ?= 04
 SOAK_LAB_RUNS ?= 10
-soak-lab: env browser-deps
+soak-lab: env
 	TFLEARN_BROWSER_LESSONS=$(SOAK_LAB) TFLEARN_BROWSER_REPEAT=$(SOAK_LAB_RUNS) TFLEARN_SCALE=smoke \
 		$(BIN)/python -m pytest -q tests/test_browser.py -p no:randomly --durations=0
 

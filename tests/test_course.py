@@ -154,3 +154,50 @@ def test_a_first_run_starts_with_the_lessons_measured_longest(tmp_path):
     assert {f"notebooks/{p.name}" for p in lessons} == set(side_by_side.FIRST_RUN_SECONDS)
     order = side_by_side.longest_first(lessons, tmp_path / "no-summary.json")
     assert order[0].name.startswith("02_") and order[-1].name.startswith("06_")
+
+
+def test_a_missing_kernel_is_skipped_with_how_to_get_it_and_what_a_lesson_skipped_is_listed(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setattr(course, "_kernels", lambda: {"python3"})  # a machine without Python 3.11
+    (tmp_path / "notebooks").mkdir()
+    _notebook(tmp_path / "notebooks/50_lab.ipynb", "x = 1")
+    nb = nbformat.read(str(tmp_path / "notebooks/50_lab.ipynb"), as_version=4)
+    nb.metadata["kernelspec"] = {"name": "tflearn-legacy", "display_name": "legacy"}
+    nbformat.write(nb, str(tmp_path / "notebooks/50_lab.ipynb"))
+    _notebook(
+        tmp_path / "notebooks/51_slurm.ipynb",
+        "from tflearn_helpers.report import skipped\nskipped('the Slurm runs', 'no Slurm here')",
+    )
+    _notebook(tmp_path / "notebooks/52_other.ipynb", "x = 2")
+    code = course.run_course(str(tmp_path / "build"), root=tmp_path, only="50_,51_")
+    summary = {r["notebook"]: r for r in json.loads((tmp_path / "build/summary.json").read_text())}
+    assert sorted(summary) == ["notebooks/50_lab.ipynb", "notebooks/51_slurm.ipynb"]  # --only a,b
+    lab, slurm = summary["notebooks/50_lab.ipynb"], summary["notebooks/51_slurm.ipynb"]
+    assert code == 0 and lab["status"] == "skipped" and "make legacy-env" in lab["error"]
+    assert "1 passed, 0 failed, 1 skipped" in capsys.readouterr().out
+    assert slurm["status"] == "passed"
+    assert slurm["skipped"] == [{"label": "the Slurm runs", "value": "not shown (no Slurm here)"}]
+    index = (tmp_path / "build/index.html").read_text()
+    assert "the Slurm runs: not shown (no Slurm here)" in index and "skipped: no Jupyter" in index
+
+
+def test_a_notebook_that_leaves_files_in_the_temp_folder_fails(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    _notebook(tmp_path / "notebooks/60_litter.ipynb", "import tempfile\ntempfile.mkdtemp()")
+    _notebook(
+        tmp_path / "notebooks/61_tidy.ipynb",
+        "import tempfile\nwith tempfile.TemporaryDirectory() as d:\n    pass",
+    )
+    _notebook(  # the course's own session folder: removed when the kernel exits
+        tmp_path / "notebooks/62_session.ipynb",
+        "from tflearn_helpers.runtime import scratch\nimport tempfile\n"
+        "scratch.claim()\ntempfile.mkdtemp()",
+    )
+    assert course.run_course(str(tmp_path / "build"), root=tmp_path, cell_timeout=120) == 1
+    summary = {r["notebook"]: r for r in json.loads((tmp_path / "build/summary.json").read_text())}
+    litter = summary["notebooks/60_litter.ipynb"]
+    assert litter["status"] == "failed" and litter["error"] == "left files in the temp folder"
+    assert len(litter["left_files"]) == 1
+    for tidy in ("61_tidy", "62_session"):
+        assert summary[f"notebooks/{tidy}.ipynb"]["status"] == "passed", tidy

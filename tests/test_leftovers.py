@@ -35,3 +35,15 @@ def test_only_orphans_started_from_here_count_and_others_are_never_killed():
         for proc in (ours, stranger):
             if proc.is_running():
                 proc.kill()
+
+
+def test_the_temp_check_lists_only_the_course_entries_added_since_it_saved(tmp_path, monkeypatch):
+    monkeypatch.setattr(leftovers.tempfile, "gettempdir", lambda: str(tmp_path))
+    (tmp_path / "tflearn-old").mkdir()
+    saved = tmp_path / "before.txt"
+    assert leftovers.main(["temp", "--save", str(saved)]) == 0
+    (tmp_path / "someone-elses").mkdir()
+    assert leftovers.main(["temp", "--since", str(saved)]) == 0
+    (tmp_path / "tflearn-session-1-x").mkdir()
+    assert leftovers.main(["temp", "--since", str(saved)]) == 1
+    assert leftovers.temp_entries() == {"tflearn-old", "tflearn-session-1-x"}

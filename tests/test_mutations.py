@@ -107,17 +107,24 @@ def lesson_run(tmp_path_factory):
             out = tmp_path_factory.mktemp(f"mutations-{lesson}") / "run.json"
             env = {**os.environ, "TFLEARN_SCALE": "smoke", "TF_CPP_MIN_LOG_LEVEL": "2"}
             done = subprocess.run(
-                [sys.executable, str(RUNNER), lesson, str(out)],
+                [sys.executable, "-X", "faulthandler", str(RUNNER), lesson, str(out)],
                 capture_output=True,
                 text=True,
                 timeout=900,
                 env=env,
             )
-            assert done.returncode == 0, done.stderr[-3000:]
+            assert done.returncode == 0, _crash_report(done.stderr)
             runs[lesson] = json.loads(out.read_text())
         return runs[lesson]
 
     return run
+
+
+def _crash_report(stderr: str) -> str:
+    """What a runner that died printed: from faulthandler's "Fatal Python error" on (the
+    crashing thread's stack first), else the end of its standard error."""
+    start = stderr.find("Fatal Python error")
+    return stderr[start : start + 6000] if start >= 0 else stderr[-3000:]
 
 
 def _cell(exercise_id: str) -> str:

@@ -51,6 +51,24 @@ def test_headline_in_a_notebook_tags_its_output_for_the_summary_page(monkeypatch
     }
 
 
+def test_skipped_says_what_is_not_shown_and_why_tagged_for_the_summary_page(monkeypatch, capsys):
+    report.skipped("the Slurm runs", "no Slurm here")
+    assert capsys.readouterr().out.strip() == "the Slurm runs: not shown (no Slurm here)"
+    import IPython
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: shown.append((a, k)))
+    report.skipped("a shaped link", "no network namespaces")
+    ((_, options),) = shown
+    assert options["metadata"] == {
+        report.SKIPPED_KEY: {"label": "a shaped link", "value": "not shown (no network namespaces)"}
+    }
+    with pytest.raises(ValueError, match="what is not shown and why"):
+        report.skipped("the Slurm runs", " ")
+
+
 def test_expect_error_catches_prints_and_asserts_the_type(capsys):
     with report.expect_error(ValueError, KeyError) as caught:
         raise KeyError("no such device")

@@ -6,7 +6,9 @@ commands print (``doctor``, the course runner).
 
 A headline is a figure a lesson wants on the course's summary page (``make course``):
 ``headline("images/s on 4 devices", 123.4)`` shows it; in a notebook the output carries the
-figure in its metadata (``HEADLINE_KEY``), where the course runner finds it.
+figure in its metadata (``HEADLINE_KEY``), where the course runner finds it. What a lesson
+cannot show on this machine (no Slurm, no network namespaces) it says with ``skipped``, which
+the summary page lists the same way (``SKIPPED_KEY``).
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ from collections.abc import Iterable, Sequence
 
 __all__ = [
     "HEADLINE_KEY",
+    "SKIPPED_KEY",
     "expect_error",
     "format_table",
     "format_value",
     "headline",
+    "skipped",
 ]
 
 HEADLINE_KEY = "tflearn_headline"
+SKIPPED_KEY = "tflearn_skipped"
 
 
 def format_table(rows: Iterable[Sequence], headers: Sequence[str]) -> str:
@@ -41,7 +46,20 @@ def format_table(rows: Iterable[Sequence], headers: Sequence[str]) -> str:
 
 def headline(label: str, value, unit: str = "") -> None:
     """Show a figure; in a notebook, tagged in the output's metadata as ``HEADLINE_KEY``."""
-    text = f"{format_value(value)} {unit}".strip()
+    _tagged(HEADLINE_KEY, label, f"{format_value(value)} {unit}".strip())
+
+
+def skipped(what: str, why: str) -> None:
+    """Say what this run cannot show and why (``what: not shown (why)``); in a notebook,
+    tagged as ``SKIPPED_KEY`` for the summary page."""
+    if not (what.strip() and why.strip()):
+        raise ValueError(
+            "say what is not shown and why, e.g. skipped('the Slurm runs', 'no Slurm')"
+        )
+    _tagged(SKIPPED_KEY, what, f"not shown ({why})")
+
+
+def _tagged(key: str, label: str, text: str) -> None:
     shell = None
     with contextlib.suppress(ImportError):
         from IPython import get_ipython
@@ -51,7 +69,7 @@ def headline(label: str, value, unit: str = "") -> None:
     if shell is None:  # a plain Python process: just the line
         print(f"{label}: {text}")
         return
-    figure = {HEADLINE_KEY: {"label": label, "value": text}}
+    figure = {key: {"label": label, "value": text}}
     display({"text/plain": f"{label}: {text}"}, raw=True, metadata=figure)
 
 

@@ -26,6 +26,7 @@ run in the same folder start first.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import json
 import os
@@ -39,12 +40,15 @@ from pathlib import Path
 import leftovers  # tools/leftovers.py and tools/side_by_side.py, beside this file
 import side_by_side
 
-from tflearn_helpers.report import HEADLINE_KEY
+from tflearn_helpers.report import HEADLINE_KEY, SKIPPED_KEY
 from tflearn_helpers.runtime.startup_noise import hide_tf_log
 
 __all__ = ["FOLDERS", "course_root", "main", "run_course"]
 
 FOLDERS = ("notebooks", "solutions", "exercises")
+KERNEL_HINTS = {  # how to get a kernel a notebook names, when it is missing
+    "tflearn-legacy": " (lab 08b's Python 3.11 + TensorFlow 2.15 kernel: make legacy-env)",
+}
 TERMINAL_COLOUR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # IPython colours its tracebacks
 
 
@@ -73,11 +77,12 @@ def run_course(
     unknown = set(folders) - set(FOLDERS)
     if unknown:
         raise ValueError(f"unknown folders {sorted(unknown)}; choose from {FOLDERS}")
+    wanted = [part for part in only.split(",") if part] or [""]
     paths = [
         p
         for f in folders
         for p in sorted((root / f).glob("*.ipynb"))
-        if only in p.name and not any(x in p.name for x in exclude)
+        if any(w in p.name for w in wanted) and not any(x in p.name for x in exclude)
     ]
     if not paths:
         print(f"no notebooks under {root} match {only!r} in {', '.join(folders)}")
@@ -95,9 +100,15 @@ def run_course(
         results = side_by_side.run(paths, out_dir, root, cell_timeout, jobs)
     (out_dir / "summary.json").write_text(json.dumps(results, indent=1))
     (out_dir / "index.html").write_text(_index_html(results, os.environ.get("TFLEARN_SCALE")))
-    failed = [r for r in results if r["status"] != "passed"]
+    failed = [r for r in results if r["status"] == "failed"]
+    skipped = [r for r in results if r["status"] == "skipped"]
     print(_time_table(results))
-    print(f"run all: {len(results) - len(failed)} passed, {len(failed)} failed")
+    for r in skipped:
+        print(f"skipped {r['notebook']}: {r['error']}")
+    print(
+        f"run all: {len(results) - len(failed) - len(skipped)} passed, {len(failed)} failed"
+        + (f", {len(skipped)} skipped" if skipped else "")
+    )
     print(f"summary page: {out_dir / 'index.html'}")
     return 1 if failed else 0
 
@@ -130,9 +141,15 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
     from traitlets.config import Config
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    sockets = Path(tempfile.mkdtemp(prefix="tflearn-kernel-"))  # absolute: the kernel's cwd differs
     nb = nbformat.read(str(path), as_version=4)
     kernel = nb.metadata.get("kernelspec", {}).get("name", "python3")
+    result = {"notebook": f"{path.parent.name}/{path.name}", "kernel": kernel}
+    if kernel != "python3" and kernel not in _kernels():
+        why = f"no Jupyter kernel {kernel!r} here" + KERNEL_HINTS.get(kernel, "")
+        return {**result, "status": "skipped", "error": why, "seconds": 0.0, "headlines": [],
+                "skipped": [], "left_running": [], "left_files": [], "html": ""}  # fmt: skip
+    sockets = Path(tempfile.mkdtemp(prefix="tflearn-kernel-"))  # absolute: the kernel's cwd differs
+    scratch = Path(tempfile.mkdtemp(prefix="tflearn-run-"))  # the kernel's temp folder (TMPDIR)
     code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
 
     def progress(cell, cell_index, execute_reply=None):
@@ -151,12 +168,12 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
         resources={"metadata": {"path": str(path.parent)}},
         on_cell_executed=progress,
     )
-    result = {"notebook": f"{path.parent.name}/{path.name}", "kernel": kernel}
     before = leftovers.snapshot()
     start = time.monotonic()
     kernel_log = open(out_dir / f"{path.stem}.kernel.log", "w")  # the kernel's standard error
     try:
-        client.execute(stderr=kernel_log)
+        with _temp_folder(scratch):
+            client.execute(stderr=kernel_log)
         result["status"] = "passed"
     except (CellExecutionError, CellTimeoutError) as err:
         failing = next((i for i, c in enumerate(nb.cells) if _errored(c)), None)
@@ -175,7 +192,12 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
         leftovers.kill(before)
         if result["status"] == "passed":  # the course promises nothing is left running
             result.update(status="failed", cell=None, error="left processes or ports behind")
+    result["left_files"] = sorted(p.name for p in scratch.iterdir())
+    shutil.rmtree(scratch, ignore_errors=True)
+    if result["left_files"] and result["status"] == "passed":  # nor anything in the temp folder
+        result.update(status="failed", cell=None, error="left files in the temp folder")
     result["headlines"] = _headlines(nb)
+    result["skipped"] = _headlines(nb, SKIPPED_KEY)
     result["html"] = _save(nb, path, out_dir)
     return result
 
@@ -209,33 +231,63 @@ def _errored(cell) -> bool:
     )
 
 
-def _headlines(nb) -> list[dict]:
-    """The figures ``report.headline`` showed, in order, from the outputs' metadata."""
+def _headlines(nb, key: str = HEADLINE_KEY) -> list[dict]:
+    """The figures ``report.headline`` showed (or, with SKIPPED_KEY, what ``report.skipped``
+    said the notebook could not show), in order, from the outputs' metadata."""
     return [
-        output["metadata"][HEADLINE_KEY]
+        output["metadata"][key]
         for cell in nb.cells
         for output in cell.get("outputs", [])
-        if HEADLINE_KEY in output.get("metadata", {})
+        if key in output.get("metadata", {})
     ]
+
+
+@contextlib.contextmanager
+def _temp_folder(folder: Path):
+    """The kernel started in here (and so every program it starts) writes its temporary files
+    in ``folder``: what is left there after the kernel stopped, the notebook left behind."""
+    saved = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(folder)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved
+
+
+def _kernels() -> set[str]:
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    return set(KernelSpecManager().find_kernel_specs())
 
 
 def _index_html(results: list[dict], scale: str | None) -> str:
     rows = []
     for r in results:
-        status = r["status"]
-        if status == "failed":
+        status = html.escape(r["status"])
+        if r["status"] == "failed":
             where = f"cell {r['cell']}" if r.get("cell") is not None else "before any cell"
             if r.get("source"):
                 where += f" (<code>{html.escape(r['source'])}</code>)"
             status = f"failed at {where}: {html.escape(r.get('error', ''))}"
+        elif r["status"] == "skipped":
+            status = f"skipped: {html.escape(r.get('error', ''))}"
         figures = "<br>".join(html.escape(f"{h['label']}: {h['value']}") for h in r["headlines"])
-        left = html.escape("; ".join(r["left_running"])) or "nothing"
-        log = r["html"].removesuffix(".html") + ".kernel.log"
-        hidden = f"<br><a href='{log}'>{r.get('hidden_log_lines', 0)} C++ log lines hidden</a>"
+        not_shown = "<br>".join(
+            html.escape(f"{s['label']}: {s['value']}") for s in r.get("skipped", [])
+        )
+        left = "; ".join(r["left_running"] + [f"file {f}" for f in r.get("left_files", [])])
+        if r.get("html"):
+            log = r["html"].removesuffix(".html") + ".kernel.log"
+            status += f"<br><a href='{log}'>{r.get('hidden_log_lines', 0)} C++ log lines hidden</a>"
+            name = f"<a href='{r['html']}'>{html.escape(r['notebook'])}</a>"
+        else:
+            name = html.escape(r["notebook"])
         rows.append(
-            f"<tr><td><a href='{r['html']}'>{html.escape(r['notebook'])}</a></td>"
-            f"<td>{status}{hidden}</td><td>{r['seconds']:.0f} s</td><td>{figures}</td>"
-            f"<td>{left}</td></tr>"
+            f"<tr><td>{name}</td><td>{status}</td><td>{r['seconds']:.0f} s</td><td>{figures}</td>"
+            f"<td>{not_shown or 'nothing'}</td><td>{html.escape(left) or 'nothing'}</td></tr>"
         )
     total = sum(r["seconds"] for r in results)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -247,7 +299,7 @@ def _index_html(results: list[dict], scale: str | None) -> str:
         f"<h1>tflearn: the executed course</h1><p>Scale profile: {html.escape(profile)}"
         f" · executed {when} · total {total:.0f} s</p>"
         "<table><tr><th>notebook</th><th>status</th><th>time</th><th>headline figures</th>"
-        "<th>left running</th></tr>" + "".join(rows) + "</table>"
+        "<th>not shown here, and why</th><th>left behind</th></tr>" + "".join(rows) + "</table>"
     )
 
 
@@ -257,7 +309,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", default="build", help="output folder (default: build)")
     parser.add_argument("--scale", choices=("smoke", "cpu", "gpu"), help="scale profile")
-    parser.add_argument("--only", default="", help="run notebooks whose name contains this")
+    parser.add_argument(
+        "--only", default="", help="run notebooks whose name contains this (comma-separated: any)"
+    )
     parser.add_argument(
         "--folders",
         default="notebooks",

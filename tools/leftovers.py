@@ -1,15 +1,24 @@
 """Find processes and listening ports a notebook left behind (used by the tests and the
-course runner; lessons 04, 08 and 09 promise to leave none)."""
+course runner; lessons 04, 08 and 09 promise to leave none), and the course's folders left
+in the temp folder (make test, before and after its jobs):
+
+    python tools/leftovers.py temp --save FILE    # the tflearn-* entries there now
+    python tools/leftovers.py temp --since FILE   # those added since: exit 1 if any
+"""
 
 from __future__ import annotations
 
+import argparse
 import os
+import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 
-__all__ = ["TAG_ENV", "Snapshot", "kill", "leftovers", "snapshot"]
+__all__ = ["TAG_ENV", "Snapshot", "kill", "leftovers", "snapshot", "temp_entries"]
 
 #: Set in this process's environment, so every process started from it (a kernel, and the
 #: workers the kernel starts) inherits it. An orphan counts as ours only when it carries it:
@@ -99,3 +108,29 @@ def _listeners() -> dict[int, int | None]:
 
 def _listening_ports() -> set[int]:
     return set(_listeners())
+
+
+def temp_entries() -> set[str]:
+    """The names of the course's entries (``tflearn-*``) in the temp folder."""
+    return {path.name for path in Path(tempfile.gettempdir()).glob("tflearn-*")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python tools/leftovers.py")
+    parser.add_argument("what", choices=("temp",))
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--save", type=Path, help="write the entries there now to this file")
+    group.add_argument("--since", type=Path, help="list those added since --save wrote FILE")
+    args = parser.parse_args(argv)
+    if args.save:
+        args.save.parent.mkdir(parents=True, exist_ok=True)
+        args.save.write_text("\n".join(sorted(temp_entries())))
+        return 0
+    added = sorted(temp_entries() - set(args.since.read_text().split()))
+    where = tempfile.gettempdir()
+    print(f"== temp folder ({where}): {len(added)} tflearn-* entries left behind {added[:20]}")
+    return 1 if added else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from .. import allreduce
 from ..report import format_table
 from . import scale as scale_mod
-from . import startup_noise
+from . import scratch, startup_noise
 from .devices import DEFAULT_GPU_MEMORY_MB, DevicePlan, apply_plan, plan_devices
 
 __all__ = ["setup_course"]
@@ -97,6 +97,7 @@ def setup_course(
     intra_op_threads: threads one op may use (default: all cores); 1 lets ops on two
         simulated CPU devices run side by side instead of each taking every core.
     """
+    scratch.claim()  # every temporary file of this kernel and its children goes in there
     _set_import_time_env(legacy_keras, onednn)
     startup_noise.ignore_misleading_warnings()
     with startup_noise.filtered():  # loading TensorFlow and its devices prints noise
