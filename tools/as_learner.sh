@@ -15,16 +15,15 @@ home=$(getent passwd "$user" | cut -d: -f6)
 rm -rf "$home/tflearn"
 git clone -q "$repo" "$home/tflearn"
 chown -R "$user:" "$home/tflearn"
-hide=""
-for program in sbatch srun sinfo squeue scontrol scancel slurmctld slurmd slurmstepd munged \
-               ip tc apt-get apt; do
+hide=$(for program in sbatch srun sinfo squeue scontrol scancel slurmctld slurmd slurmstepd \
+               munged ip tc apt-get apt; do
   for dir in /usr/local/sbin /usr/local/bin /usr/sbin /usr/bin /sbin /bin; do
-    if [ -e "$dir/$program" ] && [ ! -L "$dir/$program" ]; then hide="$hide $dir/$program"; fi
+    if [ -e "$dir/$program" ]; then readlink -f "$dir/$program"; fi  # the file behind links
   done
-done
+done | sort -u | tr '\n' ' ')
 python=$(command -v python3.11 || command -v python3)
 case "$python" in /root/*) python=/usr/bin/python3 ;; esac  # root's pyenv: not the learner's
-echo "== as $user, with $("$python" --version) ($python); hidden:$hide"
+echo "== as $user, with $("$python" --version) ($python); hidden: $hide"
 unshare --mount --propagation private -- sh -c '
   for f in $1; do mount --bind /dev/null "$f"; done
   exec setpriv --reuid="$2" --regid="$2" --init-groups env -i HOME="$3" USER="$2" \
