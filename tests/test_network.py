@@ -12,6 +12,7 @@ import pytest
 
 from tflearn_helpers import cluster
 from tflearn_helpers.cluster import fork_server, network
+from tflearn_helpers.report import SKIPPED_KEY
 
 needs_namespaces = pytest.mark.skipif(
     network.Network._choose()[0] == "plain", reason="no network namespaces on this machine"
@@ -79,7 +80,11 @@ def test_forced_fallback_is_the_plain_loopback(monkeypatch, capsys):
         assert net.measure(megabytes=2) > 10
         with pytest.raises(RuntimeError, match="plain loopback"):
             net.set_rate(100)
-    assert "plain loopback, unshaped" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "plain loopback, unshaped" in printed
+    assert (
+        f"a shaped link (rates, a slowed or cut link): not shown ({network.FORCE_PLAIN}" in printed
+    )
 
 
 @needs_namespaces
@@ -210,3 +215,9 @@ def test_lesson05_runs_all_on_the_plain_loopback(monkeypatch):
     )
     assert "plain loopback, unshaped" in text and "cannot show" in text
     assert "not asserted" in text
+    tags = [o["metadata"][SKIPPED_KEY] for c in notebook.cells for o in c.get("outputs", [])
+            if SKIPPED_KEY in o.get("metadata", {})]  # fmt: skip
+    assert tags == [
+        {"label": "a shaped link (rates, a slowed or cut link)",
+         "value": f"not shown ({network.FORCE_PLAIN}=plain is set)"}
+    ] * len(tags) and len(tags) == 2, tags  # sections 4 and 7 each ask for a link  # fmt: skip

@@ -27,7 +27,7 @@ import sys
 
 import psutil
 
-from .. import validate
+from .. import report, validate
 from . import child_setup, processes
 from .local import LocalCluster, local_cluster_spec
 
@@ -85,6 +85,8 @@ class Network:
                 depends_on=[self.holder],
             )
         print(self.describe())
+        if not self.shaped:  # the summary page lists it
+            report.skipped("a shaped link (rates, a slowed or cut link)", self.reason)
         self.set_rate(rate_mbit, burst=burst)
 
     @property
