@@ -1,0 +1,58 @@
+"""The README's commands on a learner's machine: `make lab` and `make course` need no root, no
+apt and no Python 3.11 (lab 08b's kernel is optional). Read with `make -n`, which still runs
+the recursive make that decides whether to build lab 08b's kernel."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NO_LEGACY = "PYTHON_LEGACY=/nonexistent/python3.11"
+
+
+def _dry_run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["make", "--no-print-directory", "-n", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("target", ["lab", "course"])
+def test_without_python_3_11_the_target_goes_on_and_says_how_to_add_lab_08b(target):
+    done = _dry_run(target, NO_LEGACY)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "make legacy-env PYTHON_LEGACY=/path/to/python3.11" in done.stdout
+    assert "ipykernel install" not in done.stdout  # no legacy kernel is built
+    command = {"lab": ".venv/bin/jupyter lab", "course": "tools/course.py --out build"}[target]
+    assert command in done.stdout
+
+
+@pytest.mark.parametrize("target", ["lab", "course", "doctor"])
+def test_no_learner_target_calls_apt(target):
+    done = _dry_run(target, NO_LEGACY)
+    assert "apt-get" not in done.stdout and "sudo" not in done.stdout
+
+
+def test_the_strict_legacy_env_fails_with_the_reason():
+    done = subprocess.run(
+        ["make", "--no-print-directory", "legacy-env", NO_LEGACY, "-W", "requirements/legacy.txt"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # -W: as if the requirements changed, so the recipe runs
+    assert done.returncode != 0
+    assert "Lab 08b's kernel needs Python 3.11" in done.stdout
+
+
+def test_system_packages_are_one_root_only_target_that_make_test_calls():
+    makefile = (ROOT / "Makefile").read_text()
+    recipes = [line for line in makefile.splitlines() if "apt-get install" in line]
+    assert len(recipes) == 1  # one place installs Debian packages
+    assert _dry_run("system-deps").returncode == 0
+    test_recipe = makefile.split("\ntest:\n", 1)[1].split("\n\n", 1)[0]
+    assert "system-deps" in test_recipe
