@@ -48,7 +48,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tflearn_helpers import cluster, report  # noqa: E402
+from tflearn_helpers import cluster, programs, report  # noqa: E402
 
 LESSON = Path(__file__).resolve().parents[1] / "notebooks" / "05_communication.ipynb"
 MB = 1_000_000
@@ -87,14 +87,14 @@ def run(args) -> list[dict]:
             for k, (rate, _) in enumerate(plan):
                 net.set_rate(rate)
                 (folder / f"go-{k}").touch()
-                cluster.events.wait_for(
+                programs.events.wait_for(
                     lambda: job.logs("worker", 0),
                     lambda e, k=k: e["kind"] == "phase_done" and e["phase"] == k,
                     timeout=900,
                     depends_on=job.procs.values(),
                 )
             log = job.logs("worker", 0)
-    return plan, links, cluster.events.parse(log), net.shaped
+    return plan, links, programs.events.parse(log), net.shaped
 
 
 def fit_alpha_beta(times: dict, large: int = 64_000) -> tuple[float, float]:

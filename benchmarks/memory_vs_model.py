@@ -1,6 +1,6 @@
 """Predicted vs measured peak memory of a compiled training step, and the allocator's cost.
 
-Each measurement runs in a fresh process (``tflearn_helpers.memory_probe``) with
+Each measurement runs in a fresh process (``tflearn_helpers.measuring.memory_probe``) with
 ``TF_CPU_ALLOCATOR_USE_BFC=true``, so ``get_memory_info('CPU:0')`` reports and every run
 starts from a clean allocator. The prediction is ``memory.one_device`` on the same model.
 Then the same training step is timed with the BFC allocator on and off, side by side

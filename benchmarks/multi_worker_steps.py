@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tflearn_helpers import cluster, multi_worker, report, scripts  # noqa: E402
+from tflearn_helpers import cluster, multi_worker, programs, report, scripts  # noqa: E402
 
 
 def step_seconds(workers: int, args) -> float:
@@ -40,7 +40,7 @@ def step_seconds(workers: int, args) -> float:
             raise RuntimeError(
                 f"{workers} workers failed: {codes}\n{job.logs('worker', 0)[-2000:]}"
             )
-        steps = cluster.events.parse(job.logs("worker", 0), "step")
+        steps = programs.events.parse(job.logs("worker", 0), "step")
     return multi_worker.median_step_s(steps, skip=3)
 
 

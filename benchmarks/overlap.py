@@ -49,7 +49,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tflearn_helpers import cluster, report  # noqa: E402
+from tflearn_helpers import cluster, programs, report  # noqa: E402
 
 GOAL = 1.25  # one pack / packed, where compute and communication are equal
 EQUAL = 1.25  # "equal": the all-reduce alone within this factor of the compute alone
@@ -59,7 +59,7 @@ import argparse, json, time
 from pathlib import Path
 import numpy as np
 import tensorflow as tf
-from tflearn_helpers import cluster
+from tflearn_helpers import programs
 
 p = argparse.ArgumentParser()
 for name in ("--width", "--depth", "--batch", "--steps", "--rounds", "--calibrate"):
@@ -182,13 +182,13 @@ for r in range(args.rounds):
     if args.calibrate:  # the parent sets the rate at which the all-reduce takes the compute's time
         figures = {"compute alone": consecutive(compute_alone),
                    "all-reduce alone": consecutive(lambda: all_reduce(grads))}
-        cluster.events.emit("calibrate", attempt=r, seconds=figures)
+        programs.events.emit("calibrate", attempt=r, seconds=figures)
         rate_set(r)
     cpu = {}
     figures = {"compute alone": consecutive(compute_alone, "compute"),
                "all-reduce alone": consecutive(lambda: all_reduce(grads), "all-reduce"),
                "packed all-reduce alone": consecutive(lambda: all_reduce_packed(grads))}
-    cluster.events.emit("round", round=r, seconds=figures, cpu=cpu, steps=interleaved(steps))
+    programs.events.emit("round", round=r, seconds=figures, cpu=cpu, steps=interleaved(steps))
 packed = packs[1]
 barrier()
 if task == 0:
@@ -198,7 +198,7 @@ if task == 0:
     tf.profiler.experimental.stop()
 graph = steps[str(packed)].get_concrete_function().graph
 count = sum(op.type.startswith("CollectiveReduce") for op in graph.get_operations())
-cluster.events.emit("profiled", bytes_per_pack=packed, collectives=count)
+programs.events.emit("profiled", bytes_per_pack=packed, collectives=count)
 barrier()
 """
 
@@ -252,13 +252,13 @@ def calibrate(net, job, folder: Path, attempts: int) -> list[tuple]:
     measurement to the next (2x was seen), and a rate chasing each one flaps."""
     done = []
     for attempt in range(attempts):
-        event = cluster.events.wait_for(
+        event = programs.events.wait_for(
             lambda: job.logs("worker", 0),
             lambda e, a=attempt: e.get("kind") == "calibrate" and e["attempt"] == a,
             timeout=600,
             depends_on=job.procs.values(),
         )
-        seen = cluster.events.parse(job.logs("worker", 0))  # every compute time so far
+        seen = programs.events.parse(job.logs("worker", 0))  # every compute time so far
         c = float(np.median([e["seconds"]["compute alone"] for e in seen if "seconds" in e]))
         comm, rate = event["seconds"]["all-reduce alone"], net.rate_mbit
         net.set_rate(float(np.clip(rate * comm / c, 10, 10_000)))
@@ -335,7 +335,7 @@ def main(argv=None) -> int:
             log = job.logs("worker", 0)
         rate = net.rate_mbit
     assert set(codes.values()) == {0}, (codes, log[-3000:])
-    rounds = cluster.events.parse(log, "round")
+    rounds = programs.events.parse(log, "round")
     rates = [after for *_, after in tried] or [rate] * len(rounds)
     rows, equal = [], []
     for r, (event, mbit) in enumerate(zip(rounds, rates, strict=True)):
@@ -366,7 +366,7 @@ def main(argv=None) -> int:
     print(report.format_table(rows, headers))
     print(f"bounds (medians): one after the other c + comm = {1e3 * (c + comm):.0f} ms; "
           f"perfect overlap max(c, comm) = {1e3 * max(c, comm):.0f} ms")  # fmt: skip
-    profiled = cluster.events.parse(log, "profiled")[0]
+    profiled = programs.events.parse(log, "profiled")[0]
     both, coll, back = overlap_in_trace(folder / "profile")
     print(f"trace of one step with bytes_per_pack={profiled['bytes_per_pack']} "
           f"({profiled['collectives']} collectives): collective ops {1e3 * coll:.0f} ms, backward "

@@ -19,7 +19,7 @@ import time
 import psutil
 
 from tflearn_helpers import report
-from tflearn_helpers.cluster import fork_server, processes
+from tflearn_helpers.programs import fork_server, processes
 
 PROGRAM = (
     "import time\nimport tensorflow as tf\nint(tf.constant(1) + 1)\n"

@@ -24,7 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tflearn_helpers import cluster, memory, report
+from tflearn_helpers import memory, programs, report
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "06_sharding_and_memory.ipynb"
 SHAPES = (
@@ -54,12 +54,12 @@ def recomputation(batch: int, steps: int) -> list[tuple]:
         got = {}
         for recompute in (False, True):  # one at a time: the two would share the cores
             argv = json.dumps([shape, batch, recompute, steps])
-            child = cluster.processes.start(
+            child = programs.processes.start(
                 [sys.executable, path, argv], env=env, merge_stderr=False
             )
             if child.wait(timeout=900) != 0:
                 raise RuntimeError(f"recompute={recompute} failed:\n{child.errors()[-2000:]}")
-            got[recompute] = cluster.events.parse(child.output(), "result")[-1]
+            got[recompute] = programs.events.parse(child.output(), "result")[-1]
             need = memory.transformer(memory.TransformerShape(**shape), batch, recompute=recompute)
             peak = got[recompute]["peak"]
             rows.append((f"T={shape['seq']} blocks={shape['blocks']}", recompute,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import portpicker
 
-from tflearn_helpers import cluster, memory, report
+from tflearn_helpers import memory, programs, report
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "06_sharding_and_memory.ipynb"
 GOAL = 0.6
@@ -66,12 +66,12 @@ def peaks(path: Path, shape: dict, batch: int, stages, timeout: float) -> list[d
         config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": i}}
         env = {"TF_CONFIG": json.dumps(config), "TF_CPU_ALLOCATOR_USE_BFC": "true"}
         env |= {"CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2"}
-        children.append(cluster.start_process(argv, env=env, merge_stderr=False))
+        children.append(programs.start(argv, env=env, merge_stderr=False))
     with children[0], children[1]:
         for i, child in enumerate(children):
             if child.wait(timeout=timeout) != 0:
                 raise RuntimeError(f"worker {i} failed:\n{child.errors()[-2000:]}")
-        return [cluster.events.parse(child.output(), "result")[-1] for child in children]
+        return [programs.events.parse(child.output(), "result")[-1] for child in children]
 
 
 def main(argv=None) -> int:

@@ -4,7 +4,7 @@ tests/test_mutations.py in a fresh process (TensorFlow's devices are set up once
     python tests/mutation_runner.py NN OUT.json
 
 For each code cell that calls ``check("NN.k", ...)``, first every mutation of
-``exercise_checks/lessonNN.MUTATIONS["NN.k"]`` (the cell's text with one mistake put in) runs
+``checks/lessonNN.MUTATIONS["NN.k"]`` (the cell's text with one mistake put in) runs
 in a copy of the notebook's namespace, then the cell as the solution wrote it, which the
 cells after it build on. Then the exercise notebook's version of every cell (the stubs,
 unfilled) runs in a namespace of its own, and each solution cell runs once in a copy of it:
@@ -152,7 +152,7 @@ def run_mutations(exercise_id: str, source: str, table, namespace: dict) -> dict
 
 
 def main(lesson: str, out_path: str) -> None:
-    table = importlib.import_module(f"tflearn_helpers.exercise_checks.lesson{lesson}").MUTATIONS
+    table = importlib.import_module(f"tflearn_helpers.checks.lesson{lesson}").MUTATIONS
     cells = solution_cells(lesson)
     report = {"solution": {}, "mutations": {}, "outputs": [], "unfilled": {}, "filled_alone": {}}
     namespace: dict = {}

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tflearn_helpers import between_graph_runs
-from tflearn_helpers.cluster import events
+from tflearn_helpers.programs import events
 
 SPEC = {"ps": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]}
 

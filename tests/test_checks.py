@@ -109,7 +109,7 @@ def test_watching_records_calls_through_the_module_and_puts_it_back():
 
 
 def test_course_calls_sees_the_package_however_it_is_reached():
-    from tflearn_helpers.between_graph_runs import WorkerLog  # imported before the call
+    from tflearn_helpers.topics.between_graph_runs import WorkerLog  # imported before the call
 
     def borrowed(before, after):
         return WorkerLog(0, before=before, after=after).staleness
@@ -130,7 +130,7 @@ def test_cell_course_calls_names_what_the_asking_cell_uses():
     )
     scope = {"between_graph": between_graph, "ask": checks.cell_course_calls}
     exec(compile(cell, "<cell-test>", "exec"), scope)
-    assert scope["found"] == ["tflearn_helpers.between_graph.placement"]
+    assert scope["found"] == ["tflearn_helpers.topics.between_graph.placement"]
     scope = {"check": checks.check, "ask": checks.cell_course_calls}
     exec(compile('answer = "ps:0"\ncheck\nfound = ask()', "<cell-test>", "exec"), scope)
     assert scope["found"] == []  # check() itself does not count

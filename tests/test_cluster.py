@@ -7,7 +7,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tflearn_helpers import cluster
+from tflearn_helpers import cluster, programs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import leftovers  # noqa: E402
@@ -65,7 +65,7 @@ def test_wait_until_returns_the_condition_or_stops_when_a_task_exits(tmp_path):
     with cluster.LocalCluster(cluster.local_cluster_spec(workers=1)) as c:
         assert c.wait_until(lambda: "ready", 5, "nothing") == "ready"
         c.start(script)
-        with pytest.raises(cluster.processes.ProcessExitedError, match="worker:0 exited"):
+        with pytest.raises(programs.processes.ProcessExitedError, match="worker:0 exited"):
             c.wait_until(lambda: False, 60, "a step that never comes")
         with pytest.raises(ValueError, match="timeout"):
             c.wait_until(lambda: True, 0, "bad timeout")
@@ -82,7 +82,7 @@ def test_teardown_leaves_no_process_or_port_even_after_an_exception():
             raise KeyError("boom")
     assert not any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in pids)
     assert not any(cluster.port_is_listening(a) for j in spec.values() for a in j)
-    cluster.fork_server.stop_all()  # this test process's fork server: not the cluster's
+    programs.fork_server.stop_all()  # this test process's fork server: not the cluster's
     assert leftovers.leftovers(before, wait=5) == []
 
 

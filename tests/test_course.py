@@ -27,7 +27,7 @@ def test_runner_reports_status_time_headlines_and_failing_cell(tmp_path, monkeyp
     src.mkdir()
     _notebook(
         src / "10_ok.ipynb",
-        "from tflearn_helpers.report import expect_error, headline",
+        "from tflearn_helpers.measuring.report import expect_error, headline",
         "with expect_error(KeyError):\n    raise KeyError('shown, not a failure')",
         "headline('answer', 42)",
     )
@@ -167,7 +167,8 @@ def test_a_missing_kernel_is_skipped_with_how_to_get_it_and_what_a_lesson_skippe
     nbformat.write(nb, str(tmp_path / "notebooks/50_lab.ipynb"))
     _notebook(
         tmp_path / "notebooks/51_slurm.ipynb",
-        "from tflearn_helpers.report import skipped\nskipped('the Slurm runs', 'no Slurm here')",
+        "from tflearn_helpers.measuring.report import skipped\n"
+        "skipped('the Slurm runs', 'no Slurm here')",
     )
     _notebook(tmp_path / "notebooks/52_other.ipynb", "x = 2")
     code = course.run_course(str(tmp_path / "build"), root=tmp_path, only="50_,51_")

@@ -1,4 +1,4 @@
-"""tflearn_helpers.datasets: generated learnable images and the CIFAR-10 fallback."""
+"""tflearn_helpers.topics.datasets: generated learnable images and the CIFAR-10 fallback."""
 
 import numpy as np
 import pytest

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from tflearn_helpers.cluster import fork_server, processes
+from tflearn_helpers.programs import fork_server, processes
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only")
 

@@ -1,4 +1,4 @@
-"""tflearn_helpers.input_pipeline: JPEG shards, their parser, timing."""
+"""tflearn_helpers.topics.input_pipeline: JPEG shards, their parser, timing."""
 
 import numpy as np
 import pytest

@@ -3,8 +3,7 @@
 import psutil
 from helpers import run_python
 
-from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG, _evaluate
-from tflearn_helpers.exercise_checks import lesson00
+from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG, _evaluate, lesson00
 
 
 def test_00_1_counts_what_tensorflow_lists_each_time_it_runs():

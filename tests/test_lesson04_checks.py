@@ -2,7 +2,7 @@ import numpy as np
 from helpers import run_python
 
 from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG, _evaluate
-from tflearn_helpers.exercise_checks.lesson04 import NAMES
+from tflearn_helpers.checks.lesson04 import NAMES
 
 
 def results(gap=0.0, ms=1.5):
@@ -42,7 +42,7 @@ def test_04_2_reads_which_strategy_created_each_models_variables():
         course = setup_course(devices=2, scale="smoke", verbose=False)
         import keras, numpy as np, tensorflow as tf
         from tflearn_helpers.checks import _evaluate
-        from tflearn_helpers.exercise_checks.lesson04 import NAMES
+        from tflearn_helpers.checks.lesson04 import NAMES
 
         strategies = [tf.distribute.OneDeviceStrategy(course.devices[0]),
                       tf.distribute.MirroredStrategy(course.devices),

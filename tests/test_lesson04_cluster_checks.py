@@ -1,7 +1,7 @@
 import numpy as np
 
 from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, _evaluate
-from tflearn_helpers.cluster import events
+from tflearn_helpers.programs import events
 
 CLUSTER = {"worker": ["localhost:2001", "localhost:2002"]}
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tflearn_helpers.checks import check
+from tflearn_helpers.checks.lesson07 import batch_script, resuming_task, sbatch_options
 from tflearn_helpers.cluster import slurm
-from tflearn_helpers.exercise_checks.lesson07 import batch_script, resuming_task, sbatch_options
 
 GOOD = """#!/bin/bash
 #SBATCH --job-name=mwms

@@ -43,7 +43,7 @@ def test_08_3_staleness():
         return [a - b for b, a in zip(before, after, strict=True)]
 
     def borrowed(before, after):
-        from tflearn_helpers.between_graph_runs import WorkerLog
+        from tflearn_helpers.topics.between_graph_runs import WorkerLog
 
         return WorkerLog(0, before=before, after=after).staleness
 
@@ -244,7 +244,7 @@ def test_08_5_the_loss_is_read_in_step_order_from_every_worker():
     """CI (TF 2.19, busy): worker 1 made 57 runs, the chief 4 (global steps 27-30, losses all
     ~3e-5), and the right answer was told its loss did not fall. Judged on both workers' losses,
     in global-step order."""
-    from tflearn_helpers.exercise_checks import lesson08
+    from tflearn_helpers.checks import lesson08
 
     falling = [(s, 4.0 / (1 + s)) for s in range(1, 31)]
     assert lesson08._judge_sync(_sync_outcome(falling[:3], falling[3:]), 30, 60) is None

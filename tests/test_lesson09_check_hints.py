@@ -2,7 +2,7 @@
 its solution notebook runs them on real ones)."""
 
 
-# -- lesson 09's exercise checks (tflearn_helpers/exercise_checks/lesson09.py) --------------
+# -- lesson 09's exercise checks (tflearn_helpers/checks/lesson09.py) --------------
 class _Piece:
     def __init__(self, rows, task):
         self.shape = (rows, 4)
@@ -47,7 +47,7 @@ def test_check_09_2_replay_moves_the_weights_as_plain_sgd():
     """The expected move of (kernel, bias): zero for no batch, towards the fit for some."""
     import numpy as np
 
-    from tflearn_helpers.exercise_checks import lesson09
+    from tflearn_helpers.checks import lesson09
 
     x, y = lesson09._regression(np.random.default_rng(0))
     start = [np.zeros((8, 1), np.float32), np.zeros(1, np.float32)]

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from tflearn_helpers import memory
-from tflearn_helpers.memory_probe import measure, result
+from tflearn_helpers.measuring.memory_probe import measure, result
 
 
 def small_cnn(policy="float32"):
@@ -147,7 +147,7 @@ def test_cpu_allocator_stats_need_bfc_or_onednn():
 
 
 def test_model_is_within_30_percent_of_a_measured_compiled_step():
-    from tflearn_helpers.models import small_cnn
+    from tflearn_helpers.topics.models import small_cnn
 
     probe = result(measure(32, "small", 32, steps=1, timeout=300))
     guess = memory.one_device(memory.profile(small_cnn(32)), 32, "adam").total
@@ -164,7 +164,7 @@ def test_backward_holds_output_and_input_gradients_only_where_needed():
 
 
 def test_sweep_has_one_deadline_and_reports_what_it_could_not_measure():
-    from tflearn_helpers.memory_probe import sweep
+    from tflearn_helpers.measuring.memory_probe import sweep
 
     with pytest.raises(ValueError, match="budget"):
         sweep([("float32", 8)], 0)

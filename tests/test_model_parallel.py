@@ -1,7 +1,7 @@
 import pytest
 from helpers import run_python
 
-from tflearn_helpers.model_parallel import balance
+from tflearn_helpers.topics.model_parallel import balance
 
 #: A tiny functional network named like a Keras ResNet (two residual blocks).
 TINY = """

@@ -1,4 +1,4 @@
-"""tflearn_helpers.models: ResNet-50 itself, the shallower variants, the small models."""
+"""tflearn_helpers.topics.models: ResNet-50 itself, the shallower variants, the small models."""
 
 import pytest
 

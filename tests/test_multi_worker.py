@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tflearn_helpers import multi_worker, scripts
-from tflearn_helpers.cluster import events
+from tflearn_helpers.programs import events
 
 
 def test_script_is_in_the_package():

@@ -1,6 +1,6 @@
 """Each check against the wrong answers derived from its solution (its mutation table).
 
-``exercise_checks/lessonNN.MUTATIONS`` lists, per exercise, plausible mistakes as edits of
+``checks/lessonNN.MUTATIONS`` lists, per exercise, plausible mistakes as edits of
 the solution notebook's cell. tests/mutation_runner.py runs the lesson's solution cells in a
 fresh process, each mutated cell beside the right one; these tests read what it recorded:
 every mutation is answered "wrong" with a hint that does not give the answer away, every
@@ -20,8 +20,10 @@ from pathlib import Path
 import pytest
 from mutation_runner import checked_id, mutate, solution_cells, strip_code
 
-from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG
-from tflearn_helpers.exercise_checks import (
+from tflearn_helpers.checks import (
+    NOT_ATTEMPTED,
+    RIGHT,
+    WRONG,
     lesson00,
     lesson01,
     lesson02,

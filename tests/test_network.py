@@ -10,9 +10,10 @@ import portpicker
 import psutil
 import pytest
 
-from tflearn_helpers import cluster
-from tflearn_helpers.cluster import fork_server, network
-from tflearn_helpers.report import SKIPPED_KEY
+from tflearn_helpers import programs
+from tflearn_helpers.cluster import network
+from tflearn_helpers.measuring.report import SKIPPED_KEY
+from tflearn_helpers.programs import fork_server
 
 needs_namespaces = pytest.mark.skipif(
     network.Network._choose()[0] == "plain", reason="no network namespaces on this machine"
@@ -68,9 +69,9 @@ def test_entering_a_namespace_that_is_gone_or_unknown_says_so():
     with network.Network(None) as net:
         pid, kinds = net.namespaces() or (os.getpid(), ["net"])
     with pytest.raises(ValueError, match="has it exited"):
-        cluster.processes.start([sys.executable, "-c", "pass"], namespaces=(pid + 10**7, kinds))
+        programs.processes.start([sys.executable, "-c", "pass"], namespaces=(pid + 10**7, kinds))
     with pytest.raises(ValueError, match="kinds are"):
-        cluster.processes.start([sys.executable, "-c", "pass"], namespaces=(os.getpid(), ["pid"]))
+        programs.processes.start([sys.executable, "-c", "pass"], namespaces=(os.getpid(), ["pid"]))
 
 
 def test_forced_fallback_is_the_plain_loopback(monkeypatch, capsys):
@@ -171,7 +172,8 @@ def test_nothing_is_left_after_the_owner_is_killed(tmp_path):
             f"""
             import sys, time
             sys.path.insert(0, {str(Path(__file__).parents[1])!r})
-            from tflearn_helpers.cluster import fork_server, network
+            from tflearn_helpers.cluster import network
+            from tflearn_helpers.programs import fork_server
             net = network.Network(100)
             job = net.cluster(2)
             job.start({str(tmp_path / "sleep.py")!r})
@@ -193,7 +195,7 @@ def test_nothing_is_left_after_the_owner_is_killed(tmp_path):
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-    cluster.processes.wait_until(
+    programs.processes.wait_until(
         lambda: not (_namespaces() & mine) and not _alive(ours),
         20,
         "the namespace and every process to go",

@@ -154,7 +154,7 @@ def test_readability_limits_are_measured():
     assert readability.readability_problems(figures) == []
 
 
-# --- One report channel: a child process reports to its notebook with cluster.events ---------
+# --- One report channel: a child process reports to its notebook with programs.events ---------
 #: How a notebook gets a child's text: Child.output/errors/tail, LocalCluster.logs, a file's
 #: read_text, a pipe's readline; the stdout/stderr of subprocess.run.
 _CHILD_TEXT_CALLS = {"output", "errors", "tail", "logs", "read_text", "readline"}
@@ -214,7 +214,7 @@ def _child_text_names(trees) -> set:
 
 
 def _own_reports(path) -> list[str]:
-    """How a lesson's programs and cells report outside cluster.events: a program's print on
+    """How a lesson's programs and cells report outside programs.events: a program's print on
     stdout that is not an event line, a JSON decode of text a child wrote."""
     programs, cells = [], []
     for source in (c.source for c in nbtools.read(path).cells if c.cell_type == "code"):
@@ -267,10 +267,10 @@ def _events_param(path):
     [_events_param(p) for p in readability.lessons() + nbtools.course_notebooks(["solutions"])],
 )
 def test_programs_report_only_through_events(path):
-    """A child process reports to the notebook only with ``cluster.events``: every line a
+    """A child process reports to the notebook only with ``programs.events``: every line a
     lesson's (or a solution's) ``%%writefile`` program prints on stdout is an event
     (``TFLEARN_EVENT {json}``, printed by hand or with ``emit``), and no cell decodes JSON out
-    of a child's text (its output, its log, a file it wrote) itself: ``cluster.events.parse``
+    of a child's text (its output, its log, a file it wrote) itself: ``programs.events.parse``
     does. TensorFlow's own log (lesson 00's placement log) is not a report and stays readable."""
     assert _own_reports(path) == []
 

@@ -189,8 +189,8 @@ def test_cycle_finder_finds_a_cycle():
 def test_imports_inside_functions_count(tmp_path):
     path = tmp_path / "mod.py"
     path.write_text("def f():\n    from .processes import start\n")
-    assert _package_imports("tflearn_helpers.cluster.mod", path) == [
-        (2, "tflearn_helpers.cluster.processes")
+    assert _package_imports("tflearn_helpers.programs.mod", path) == [
+        (2, "tflearn_helpers.programs.processes")
     ]
 
 
@@ -271,7 +271,7 @@ def test_the_notebook_rule_catches_every_other_form(tmp_path):
         "from tflearn_helpers import mirrored as dp",
         "from tflearn_helpers.runtime.devices import DevicesAlreadyInitializedError",
         "import tflearn_helpers",
-        "from tflearn_helpers.models import resnet",
+        "from tflearn_helpers.topics.models import resnet",
     ]
     cells = [
         {"cell_type": "code", "source": fine + "\n".join(bad[:3])},

@@ -10,11 +10,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tflearn_helpers import cluster
+from tflearn_helpers import programs
 
 
-def _python(code: str, **options) -> cluster.processes.Child:
-    return cluster.processes.start([sys.executable, "-u", "-c", textwrap.dedent(code)], **options)
+def _python(code: str, **options) -> programs.processes.Child:
+    return programs.processes.start([sys.executable, "-u", "-c", textwrap.dedent(code)], **options)
 
 
 def _gone(pid: int) -> bool:
@@ -30,13 +30,13 @@ def test_with_stops_the_child_and_its_own_children():
         time.sleep(60)
         """
     ) as child:
-        line = cluster.processes.wait_until(
+        line = programs.processes.wait_until(
             child.output, 30, "the grandchild's pid", depends_on=[child]
         )
         grandchild = int(line.split()[0])
         assert child.running()
     assert not child.running() and child.returncode == -15  # SIGTERM first
-    cluster.processes.wait_until(lambda: _gone(grandchild), 10, "the grandchild to die")
+    programs.processes.wait_until(lambda: _gone(grandchild), 10, "the grandchild to die")
 
 
 def test_stop_kills_what_ignores_sigterm_after_the_grace():
@@ -44,7 +44,7 @@ def test_stop_kills_what_ignores_sigterm_after_the_grace():
         "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
         "print('ready', flush=True); time.sleep(60)"
     )
-    cluster.processes.wait_until(lambda: "ready" in child.output(), 30, "ready")
+    programs.processes.wait_until(lambda: "ready" in child.output(), 30, "ready")
     start = time.monotonic()
     assert child.stop(grace=0.5) == -9
     assert time.monotonic() - start < 10
@@ -53,10 +53,10 @@ def test_stop_kills_what_ignores_sigterm_after_the_grace():
 
 def test_the_registry_stops_every_child_at_exit():
     first, second = _python("import time; time.sleep(60)"), _python("import time; time.sleep(60)")
-    assert {first, second} <= cluster.processes._LIVE
-    cluster.processes.stop_all(grace=0.5)
+    assert {first, second} <= programs.processes._LIVE
+    programs.processes.stop_all(grace=0.5)
     assert not first.running() and not second.running()
-    assert not {first, second} & cluster.processes._LIVE
+    assert not {first, second} & programs.processes._LIVE
 
 
 def test_environment_is_extended_and_can_lose_names(tmp_path, monkeypatch):
@@ -73,25 +73,25 @@ def test_environment_is_extended_and_can_lose_names(tmp_path, monkeypatch):
 
 def test_wait_until_returns_the_value_or_times_out_saying_what_it_waited_for():
     calls = iter([0, 0, 7])
-    assert cluster.processes.wait_until(lambda: next(calls), 5, "x", poll=0.001) == 7
+    assert programs.processes.wait_until(lambda: next(calls), 5, "x", poll=0.001) == 7
     with pytest.raises(TimeoutError, match="waited 0 s for nothing. If the machine is busy"):
-        cluster.processes.wait_until(lambda: False, 0.05, "nothing", poll=0.01)
+        programs.processes.wait_until(lambda: False, 0.05, "nothing", poll=0.01)
     with pytest.raises(ValueError, match="timeout"):
-        cluster.processes.wait_until(lambda: True, 0, "x")
+        programs.processes.wait_until(lambda: True, 0, "x")
 
 
 def test_wait_until_stops_early_when_a_child_it_depends_on_dies():
     child = _python("print('last words'); raise SystemExit(4)")
     start = time.monotonic()
     with pytest.raises(
-        cluster.processes.ProcessExitedError, match="(?s)while waiting for the moon.*last words"
+        programs.processes.ProcessExitedError, match="(?s)while waiting for the moon.*last words"
     ):
-        cluster.processes.wait_until(lambda: False, 60, "the moon", depends_on=[child])
+        programs.processes.wait_until(lambda: False, 60, "the moon", depends_on=[child])
     assert time.monotonic() - start < 30 and child.returncode == 4
     other = _python("import time; time.sleep(0.5); print('done'); raise SystemExit(3)")
-    with pytest.raises(cluster.processes.ProcessExitedError, match="while waiting for the sun"):
+    with pytest.raises(programs.processes.ProcessExitedError, match="while waiting for the sun"):
         other.wait_until(lambda: False, 60, "the sun")  # the same, as the child's own method
-    assert cluster.start_process is cluster.processes.start
+    assert programs.start is programs.processes.start
 
 
 def test_a_child_dies_with_its_killed_parent(tmp_path):
@@ -104,8 +104,8 @@ def test_a_child_dies_with_its_killed_parent(tmp_path):
         textwrap.dedent(
             f"""
             import pathlib, sys, time
-            from tflearn_helpers import cluster
-            child = cluster.processes.start([sys.executable, "-c", "import time; time.sleep(60)"])
+            from tflearn_helpers import programs
+            child = programs.processes.start([sys.executable, "-c", "import time; time.sleep(60)"])
             pathlib.Path({str(marker)!r}).write_text(str(child.pid))
             time.sleep(60)
             """
@@ -113,7 +113,7 @@ def test_a_child_dies_with_its_killed_parent(tmp_path):
     )
     proc = psutil.Popen([sys.executable, str(parent)], env=os.environ.copy())
     try:
-        cluster.processes.wait_until(
+        programs.processes.wait_until(
             lambda: marker.exists() and marker.read_text(), 60, "the child pid"
         )
         child = int(marker.read_text())
@@ -127,7 +127,7 @@ def test_a_child_dies_with_its_killed_parent(tmp_path):
 @pytest.mark.parametrize("bad", ["python -c pass", []])
 def test_a_command_is_a_non_empty_list(bad):
     with pytest.raises(ValueError, match="list naming a program"):
-        cluster.processes.start(bad)
+        programs.processes.start(bad)
 
 
 def test_the_log_folders_start_made_go_at_exit_and_named_logs_stay(tmp_path):
@@ -136,7 +136,7 @@ def test_the_log_folders_start_made_go_at_exit_and_named_logs_stay(tmp_path):
         f"""
         import sys
         sys.path.insert(0, {str(Path(__file__).parents[1])!r})
-        from tflearn_helpers.cluster import processes
+        from tflearn_helpers.programs import processes
         made = processes.start([sys.executable, "-c", "print('hi')"])
         kept = processes.start([sys.executable, "-c", "print('hi')"], log_path={str(named)!r})
         made.wait(60), kept.wait(60)

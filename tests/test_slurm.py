@@ -15,7 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tflearn_helpers.cluster import port_is_listening, processes, slurm
+from tflearn_helpers.cluster import port_is_listening, slurm
+from tflearn_helpers.programs import processes
 
 # A job that runs until stopped: one sleep task on each of two nodes
 SLEEPER = ["sbatch", "--parsable", "-N2", "--output=/dev/null", "--wrap", "srun sleep 120"]
@@ -242,7 +243,8 @@ def test_a_killed_owner_leaves_nothing_behind(tmp_path):
         textwrap.dedent(
             """
             import json, sys, time
-            from tflearn_helpers.cluster import processes, slurm
+            from tflearn_helpers.cluster import slurm
+            from tflearn_helpers.programs import processes
             SLEEPER = {sleeper!r}
             c = slurm.LocalSlurm(nodes=2).start()
             job = c.run(SLEEPER).stdout.strip()

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from tflearn_helpers.cluster import processes, slurm_isolation
+from tflearn_helpers.cluster import slurm_isolation
+from tflearn_helpers.programs import processes
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's /proc")
 

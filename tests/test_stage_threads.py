@@ -7,7 +7,7 @@ def test_run_concurrently_returns_results_raises_errors_and_times_out():
 
     import pytest
 
-    from tflearn_helpers.stage_threads import run_concurrently
+    from tflearn_helpers.topics.stage_threads import run_concurrently
 
     handoff = queue.Queue()
     assert run_concurrently([lambda: handoff.get(timeout=5), lambda: handoff.put(7)]) == [7, None]

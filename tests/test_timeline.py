@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from tflearn_helpers.timeline import Timeline
+from tflearn_helpers.measuring.timeline import Timeline
 
 
 def two_lanes():

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from tflearn_helpers import validate
+from tflearn_helpers.runtime import validate
 
 
 @pytest.mark.parametrize("value", [0, 3, np.int64(2)])

@@ -3,6 +3,7 @@ and ``doctor``, and none of the repository's tooling (the course runner, the lef
 the notebook tools: tools/)."""
 
 import ast
+import inspect
 import re
 import shutil
 import subprocess
@@ -61,21 +62,29 @@ def _imported_names() -> set[str]:
     return names
 
 
+def _module_of(name: str) -> str:
+    """The module a name imported from the package root is, dotted from the root (``placement``
+    is ``topics.placement``: the root imports it on first use); the name itself otherwise."""
+    value = getattr(tflearn_helpers, name, None)
+    return value.__name__.removeprefix("tflearn_helpers.") if inspect.ismodule(value) else name
+
+
 def test_the_wheel_holds_what_the_notebooks_import(wheel_files):
-    names = _imported_names()
+    names = {_module_of(n) for n in _imported_names()}
     assert {"setup_course", "pick"} <= names, names  # the reader found the setup cells
     modules = {
-        m.group(1)
+        m.group(1).replace("/", ".")
         for n in wheel_files
-        if (m := re.match(r"tflearn_helpers/(\w+)(?:\.py|/__init__\.py)$", n))
+        if (m := re.match(r"tflearn_helpers/([\w/]+?)(?:\.py|/__init__\.py)$", n))
     }
     missing = sorted(n for n in names if n not in modules and n not in tflearn_helpers.__all__)
     assert not missing, f"the notebooks import what the wheel lacks: {missing}"
 
 
 def _package_imports(path: Path) -> set[str]:
-    """The package modules one module imports (relative imports, in functions too) or starts
-    (``python -m tflearn_helpers.cluster.task_server``), dotted from the package root."""
+    """The package modules one module imports (relative imports, in functions too), starts
+    (``python -m tflearn_helpers.cluster.task_server``) or, for a package, exports in its
+    ``__all__`` (``cluster`` imports them on first use), dotted from the package root."""
     here = path.relative_to(ROOT / "tflearn_helpers").with_suffix("").parts
     package = here[:-1] if here[-1] != "__init__" else here[:-1]
     found = set()
@@ -87,6 +96,9 @@ def _package_imports(path: Path) -> set[str]:
             stem = [*base, *(node.module.split(".") if node.module else [])]
             found.add(".".join(stem))
             found |= {".".join([*stem, a.name]) for a in node.names}
+        if here[-1] == "__init__" and isinstance(node, ast.Assign):  # a lazy package's modules
+            if any(getattr(target, "id", "") == "__all__" for target in node.targets):
+                found |= {".".join([*package, name]) for name in ast.literal_eval(node.value)}
     return found
 
 
@@ -106,8 +118,8 @@ def test_the_wheel_holds_only_what_the_notebooks_reach(wheel_files):
         for m in modules
     }
     roots = {"__main__", "doctor", "scripts.estimator_task", "scripts.multi_worker_train"}
-    roots |= {m for m in modules if m.startswith("exercise_checks.")}  # check() finds them
-    reached, todo = set(), [*roots, *(_imported_names() & modules)]
+    roots |= {m for m in modules if m.startswith("checks.")}  # check() finds them
+    reached, todo = set(), [*roots, *({_module_of(n) for n in _imported_names()} & modules)]
     todo += [m for m in _package_imports(ROOT / "tflearn_helpers" / "__init__.py") if m in modules]
     while todo:
         m = todo.pop()

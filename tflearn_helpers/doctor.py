@@ -23,10 +23,10 @@ import threading
 import time
 from dataclasses import dataclass
 
-from . import memory
-from .lesson_sizes import FRACTION, Lesson
 from .runtime import startup_noise
 from .runtime.devices import plan_devices
+from .topics import memory
+from .topics.lesson_sizes import FRACTION, Lesson
 
 __all__ = [
     "HEADERS",
@@ -117,8 +117,8 @@ def _grpc_round_trip(env) -> str:
 
 def _memory_report(env) -> None:
     """Each lesson's predicted peak per device here, and the lessons that would not fit."""
-    from . import lesson_sizes
-    from .report import format_table
+    from .measuring.report import format_table
+    from .topics import lesson_sizes
 
     gpu_mib = gpu_memory_mib() if env.plan.kind == "GPU" else None
     if gpu_mib:

@@ -40,7 +40,7 @@ from pathlib import Path
 import leftovers  # tools/leftovers.py and tools/side_by_side.py, beside this file
 import side_by_side
 
-from tflearn_helpers.report import HEADLINE_KEY, SKIPPED_KEY
+from tflearn_helpers.measuring.report import HEADLINE_KEY, SKIPPED_KEY
 from tflearn_helpers.runtime.startup_noise import hide_tf_log
 
 __all__ = ["FOLDERS", "course_root", "main", "run_course"]
@@ -116,7 +116,7 @@ def run_course(
 def _time_table(results: list[dict]) -> str:
     import platform
 
-    from tflearn_helpers.report import format_table
+    from tflearn_helpers.measuring.report import format_table
 
     stack = f"Python {platform.python_version()}, TensorFlow {_version('tensorflow')}"
     stack += f", Keras {_version('keras')}"

@@ -3,10 +3,10 @@
 A lesson marks a definition it teaches with a `# @save MODULE` line just above it (or above its
 decorators):
 
-    # @save mirrored
+    # @save topics.mirrored
     def make_train_step(strategy, model, optimizer, global_batch): ...
 
-``mirrored`` names a module of tflearn_helpers (``cluster.tf_config`` a nested one; a path
+``topics.mirrored`` names a module of tflearn_helpers, dotted from the package root (a path
 with a ``/`` a file of the repository, such as a benchmark's). This tool copies every marked
 definition, as the lesson writes it, between the destination's two marker lines, each with a
 ``# Defined in lesson NN`` line above it. Inside a copied function it adds the lesson's

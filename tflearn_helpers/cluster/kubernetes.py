@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 
-from .. import validate
+from ..runtime import validate
 from .tfjob import tfjob
 
 __all__ = ["indexed_job", "jobset", "manifests", "trainjob"]

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import portpicker
 
-from .. import validate
-from . import processes, tf_config
+from ..programs import processes
+from ..runtime import validate
+from . import tf_config
 
 __all__ = [
     "LocalCluster",

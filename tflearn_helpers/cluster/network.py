@@ -27,8 +27,9 @@ import sys
 
 import psutil
 
-from .. import report, validate
-from . import child_setup, processes
+from ..measuring import report
+from ..programs import child_setup, processes
+from ..runtime import validate
 from .local import LocalCluster, local_cluster_spec
 
 __all__ = ["FORCE_PLAIN", "Network", "free_cores"]

@@ -37,8 +37,9 @@ from pathlib import Path
 
 import portpicker
 
-from .. import validate
-from . import child_setup, processes, slurm_isolation
+from ..programs import child_setup, processes
+from ..runtime import validate
+from . import slurm_isolation
 
 __all__ = ["INSTALL_COMMAND", "LocalSlurm", "SlurmNotInstalledError", "missing_programs"]
 

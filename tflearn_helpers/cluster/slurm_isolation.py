@@ -25,7 +25,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import processes
+from ..programs import processes
 
 __all__ = ["PID_NAMESPACE", "NodeNetwork", "kill_strays", "pid_namespaces", "watch_folder"]
 

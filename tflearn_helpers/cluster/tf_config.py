@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..validate import is_whole_number
+from ..runtime.validate import is_whole_number
 
 __all__ = ["TFConfigError", "build", "validate"]
 

@@ -5,7 +5,7 @@ forms (Indexed Job, JobSet, TrainJob) are in :mod:`.kubernetes`.
 
 from __future__ import annotations
 
-from .. import validate
+from ..runtime import validate
 
 __all__ = ["tfjob"]
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .. import validate
+from . import validate
 
 __all__ = [
+    "ALGORITHMS",
     "DEFAULT_GPU_MEMORY_MB",
     "MAX_SIMULATED",
     "DevicePlan",
     "DevicesAlreadyInitializedError",
     "apply_plan",
+    "cross_device_ops",
     "plan_devices",
 ]
 
@@ -27,6 +29,33 @@ DEFAULT_GPU_MEMORY_MB = 1024
 
 class DevicesAlreadyInitializedError(RuntimeError):
     """TensorFlow initialised its devices before the course could configure them."""
+
+
+#: name -> what it is; the order is the order lesson 01 shows them in.
+ALGORITHMS = {
+    "collective": "CollectiveAllReduce (MirroredStrategy's default): RING on CPUs and "
+    "logical GPUs, NCCL on real GPUs",
+    "hierarchical_copy": "HierarchicalCopyAllReduce: sum within two halves, then between "
+    "them, copy back (built for the 8-GPU DGX-1)",
+    "reduce_to_one": "ReductionToOneDevice: everyone sends to one device, it sums and "
+    "sends the result back",
+    "nccl": "NcclAllReduce: NVIDIA's NCCL library; real GPUs only",
+}
+
+
+def cross_device_ops(algorithm: str):
+    """The ``cross_device_ops`` object for ``MirroredStrategy`` (None = its default)."""
+    import tensorflow as tf
+
+    factories = {
+        "collective": lambda: None,
+        "hierarchical_copy": tf.distribute.HierarchicalCopyAllReduce,
+        "reduce_to_one": tf.distribute.ReductionToOneDevice,
+        "nccl": tf.distribute.NcclAllReduce,
+    }
+    if algorithm not in factories:
+        raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {list(ALGORITHMS)}")
+    return factories[algorithm]()
 
 
 @dataclass(frozen=True)
@@ -49,7 +78,7 @@ class DevicePlan:
     @property
     def allreduce_algorithm(self) -> str:
         """The all-reduce MirroredStrategy uses on these devices (a name of
-        ``allreduce.ALGORITHMS``): "hierarchical_copy" between logical GPUs of one GPU, else
+        ``ALGORITHMS``): "hierarchical_copy" between logical GPUs of one GPU, else
         the default "collective". NCCL is not the alternative there: TensorFlow's default
         already uses RING collectives between logical GPUs (``mirrored_strategy.py``,
         ``_make_collective_ops_with_fallbacks``); hierarchical copy is plain copies through

@@ -12,11 +12,16 @@ import platform
 import sys
 from dataclasses import dataclass, field
 
-from .. import allreduce
-from ..report import format_table
+from ..measuring.report import format_table
 from . import scale as scale_mod
 from . import scratch, startup_noise
-from .devices import DEFAULT_GPU_MEMORY_MB, DevicePlan, apply_plan, plan_devices
+from .devices import (
+    DEFAULT_GPU_MEMORY_MB,
+    DevicePlan,
+    apply_plan,
+    cross_device_ops,
+    plan_devices,
+)
 
 __all__ = ["setup_course"]
 
@@ -59,7 +64,7 @@ class CourseEnv:
                 f"call setup_course(devices={n}) in the setup cell"
             )
         if n not in self._strategies:
-            ops = allreduce.cross_device_ops(self.plan.allreduce_algorithm)
+            ops = cross_device_ops(self.plan.allreduce_algorithm)
             self._strategies[n] = tf.distribute.MirroredStrategy(
                 self.devices[:n], cross_device_ops=ops
             )
@@ -116,7 +121,7 @@ def setup_course(
         names = [d.name for d in tf.config.list_logical_devices(plan.kind)]
     import pandas as pd
 
-    from ..report import format_value
+    from ..measuring.report import format_value
 
     # the lessons' tables are DataFrames: figures to 4 significant digits, text uncut
     pd.set_option("display.float_format", format_value)

@@ -1,0 +1,498 @@
+"""Checks for lesson 01's exercises (data parallelism with MirroredStrategy).
+
+Each check runs the learner's code on its own small problem and compares it with what
+one device would do; hints say what went wrong, never the code that is right.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..measuring.measure import ring_allreduce_bytes
+from ..topics import datasets, mirrored
+from . import course_code, exercise, watching
+
+__all__ = ["MUTATIONS", "mirrored_strategy", "train_step"]
+
+
+def _strategy_problem(strategy):
+    import tensorflow as tf
+
+    if not isinstance(strategy, tf.distribute.Strategy):
+        return "pass your MirroredStrategy as the second argument of check()"
+    if strategy.num_replicas_in_sync < 2:
+        return "use a strategy with at least two replicas (the setup cell made several devices)"
+    return None
+
+
+@exercise("01.1")
+def mirrored_strategy(strategy, devices):
+    """A MirroredStrategy with one replica on each of ``devices``; it must run a reduction."""
+    import tensorflow as tf
+
+    if not isinstance(strategy, tf.distribute.MirroredStrategy):
+        return f"expected a tf.distribute.MirroredStrategy, got {type(strategy).__name__}"
+    wanted = {_device_key(d) for d in devices}
+    got = {_device_key(d) for d in strategy.extended.worker_devices}
+    if got != wanted:
+        return (
+            f"your strategy has {len(got)} replica(s) on other devices than the {len(wanted)} "
+            "the setup cell made: pass them (course.devices)"
+        )
+    n = strategy.num_replicas_in_sync
+    ids = strategy.run(lambda: tf.distribute.get_replica_context().replica_id_in_sync_group)
+    total = int(strategy.reduce(tf.distribute.ReduceOp.SUM, ids, axis=None))
+    if total != n * (n - 1) // 2:
+        return "the replicas of your strategy did not all run: check its devices"
+    return None
+
+
+def _device_key(name: str) -> tuple[str, int]:
+    import tensorflow as tf
+
+    spec = tf.DeviceSpec.from_string(name)
+    return spec.device_type, spec.device_index
+
+
+@exercise("01.2")
+def distributed_dataset(make_dataset, strategy):
+    """make_dataset(strategy, x, y, global_batch) -> a distributed dataset of (x, y); run on
+    fresh data: a random number of features, steps and examples per replica."""
+    problem = _strategy_problem(strategy)
+    if problem:
+        return problem
+    n, rng = strategy.num_replicas_in_sync, np.random.default_rng()
+    for k in rng.choice(np.arange(2, 9), size=2, replace=False):  # a constant fits one at most
+        problem = _one_pass_problem(make_dataset, strategy, rng, n * int(k))
+        if problem:
+            return problem
+    return None
+
+
+def _one_pass_problem(make_dataset, strategy, rng, global_batch):
+    """What is wrong with one pass of ``make_dataset`` over fresh data, or None."""
+    n, steps = strategy.num_replicas_in_sync, int(rng.integers(2, 6))
+    x = rng.standard_normal((steps * global_batch, int(rng.integers(2, 6)))).astype(np.float32)
+    y = rng.permutation(len(x)).astype(np.int32)  # each label names one example
+    result = make_dataset(strategy, x, y, global_batch)
+    problem = _distributed_dataset_problem(result)
+    if problem:
+        return problem
+    elements, seen = list(itertools.islice(iter(result), steps + 1)), []
+    x_of = np.empty_like(x)
+    x_of[y] = x
+    for element in elements:
+        sizes = {s[0][0] for _, s in mirrored.per_replica_shapes(strategy, element)}
+        if sizes != {global_batch // n}:
+            return (
+                f"each replica got {sorted(sizes)} examples per step; with {n} replicas and a "
+                f"global batch of {global_batch}, is the dataset batched with the right size?"
+            )
+        local = [strategy.experimental_local_results(t) for t in element]
+        for x_part, y_part in zip(*local, strict=True):
+            labels = np.asarray(y_part)
+            if not np.issubdtype(labels.dtype, np.integer) or x_part.shape[1:] != x.shape[1:]:
+                return "each element should be an (x, y) pair: examples first, then labels"
+            if not np.array_equal(np.asarray(x_part), x_of[labels]):
+                return "the examples and labels of your batches no longer belong together"
+            seen.extend(int(v) for v in labels)
+    if len(elements) != steps:
+        more = f"more than {steps}" if len(elements) > steps else str(len(elements))
+        return f"one pass should take {steps} steps of {global_batch} examples, not {more}"
+    if sorted(seen) != list(range(len(y))):
+        return "one pass over your dataset does not see every example exactly once"
+    return None
+
+
+def _distributed_dataset_problem(result):
+    import tensorflow as tf
+
+    if result is None:
+        return "your function returns None: write its body"
+    if isinstance(result, tf.data.Dataset):
+        return "that is a plain tf.data.Dataset: the strategy has to split it between replicas"
+    if not isinstance(result, tf.distribute.DistributedDataset):
+        return f"expected a distributed dataset, got {type(result).__name__}"
+    return None
+
+
+@exercise("01.3")
+def train_step(make_step, strategy):
+    """make_step(strategy, model, optimizer, global_batch) -> step(distributed batch) -> loss."""
+    import tensorflow as tf
+
+    problem = _strategy_problem(strategy) or _course_step(make_step)
+    if problem:
+        return problem
+    n, rng = strategy.num_replicas_in_sync, np.random.default_rng()
+    global_batch = n * int(rng.integers(4, 13))
+    x, y = datasets.teacher_data(global_batch, features=6, classes=4, seed=int(rng.integers(1e6)))
+    l2 = tf.keras.regularizers.L2(0.05)
+    reference = tf.keras.Sequential(
+        [tf.keras.Input((6,)), tf.keras.layers.Dense(4, kernel_regularizer=l2)]
+    )
+    one = tf.distribute.get_strategy()
+    expected = mirrored.twin_model(reference, one)
+    one_step = mirrored.make_train_step(one, expected, tf.keras.optimizers.SGD(0.5), global_batch)
+    data_loss = float(one_step((x, y)))
+    penalty = float(tf.add_n(reference.losses))  # at the starting weights, as in the step
+    model = mirrored.twin_model(reference, strategy)
+    with strategy.scope():
+        optimizer = tf.keras.optimizers.SGD(0.5)
+    with watching(mirrored.make_train_step) as called:
+        step = make_step(strategy, model, optimizer, global_batch)
+    if not callable(step):
+        return "make_step must return the step function (it returned no function)"
+    problem = _course_step(step) or _course_step(mirrored.make_train_step if called else None)
+    if problem:
+        return problem
+    batch = tf.data.Dataset.from_tensor_slices((x, y)).batch(global_batch)
+    try:
+        loss = step(next(iter(strategy.experimental_distribute_dataset(batch))))
+    except Exception as err:  # a learner's step can fail in any way: say where to look
+        return _raised(err, "your step")
+    if mirrored.replica_divergence(model.variables) != 0.0:
+        return "after your step the replicas hold different weights: apply one summed gradient"
+    w0 = reference.get_weights()
+    ratio = mirrored.update_norm(w0, model.get_weights()) / mirrored.update_norm(
+        w0, expected.get_weights()
+    )
+    if abs(ratio - n) < 0.01 * n:
+        return f"your update is {n} times the single-device one: how is each replica's loss scaled?"
+    if abs(ratio - 1 / n) < 0.01 / n:
+        return f"your update is 1/{n} of the single-device one: how is each replica's loss scaled?"
+    if mirrored.max_abs_difference(model.get_weights(), expected.get_weights()) > 1e-5:
+        return (
+            f"your step differs from one device's step on the same batch (update ratio "
+            f"{ratio:.3g}): how does each replica scale its loss and the model.losses penalty?"
+        )
+    return _reported_loss_problem(loss, data_loss, penalty)
+
+
+def _reported_loss_problem(loss, data_loss: float, penalty: float):
+    """A hint unless the step returned the global batch's loss (with or without penalty)."""
+    import tensorflow as tf
+
+    if isinstance(loss, tf.distribute.DistributedValues):
+        return "your step returns one loss per replica: combine them into one number"
+    loss = np.asarray(loss)
+    if loss.shape != () or not np.isfinite(loss):
+        return "the step should return one number: the loss combined over the replicas"
+    if min(abs(float(loss) - data_loss), abs(float(loss) - data_loss - penalty)) > 1e-4:
+        return (
+            f"your step returns {float(loss):.4g}, not the loss of the whole global batch "
+            "(with or without the penalty): how does strategy.reduce combine the replicas' "
+            "shares of it?"
+        )
+    return None
+
+
+def _raised(err: Exception, what: str) -> str:
+    """A hint for an error raised by the learner's distributed code (no traceback)."""
+    text, kind = str(err), type(err).__name__
+    if "PerReplica" in text:
+        return (
+            f"{what} raised {kind}: code written for one replica got every replica's values "
+            "at once. Which call runs a function once per replica, each on its own share?"
+        )
+    if "non-DistributedValues" in text:
+        return (
+            f"{what} raised {kind}: strategy.reduce got one value, not one per replica. "
+            "Did every replica run the step?"
+        )
+    last = text.strip().splitlines()[-1].strip()[:200] if text.strip() else ""
+    return (
+        f"{what} raised {kind} ({last}): were the model and the optimizer built in "
+        "strategy.scope(), and does the step run on every replica?"
+    )
+
+
+def _course_step(fn):
+    if fn is not None and course_code(fn):
+        return "write the step yourself: the course's own training step is not your answer"
+    return None
+
+
+@exercise("01.4")
+def trained_with_custom_loop(train, strategy):
+    """train(strategy, x, y, global_batch, epochs) -> (model, loss of each epoch), on fresh
+    examples of a fresh task; the course's own training step does not count."""
+    problem = _strategy_problem(strategy)
+    if problem:
+        return problem
+    n, epochs, rng = strategy.num_replicas_in_sync, 3, np.random.default_rng()
+    teacher = int(rng.integers(1000))
+    # 16 steps an epoch whatever the replicas
+    x, y = datasets.teacher_data(512 * n, seed=int(rng.integers(1e6)), teacher=teacher)
+    try:
+        with watching(mirrored.make_train_step) as called:
+            result = train(strategy, x, y, 32 * n, epochs)
+    except Exception as err:  # a learner's loop can fail in any way: say where to look
+        return _raised(err, "your train")
+    if called:
+        return "write the step yourself: the course's own training step is not your answer"
+    if not isinstance(result, tuple) or len(result) != 2:
+        return "return two things: the trained model and the list of epoch losses"
+    model, losses = result
+    problem = _mirrored_model_problem(model, n, "the first thing returned should be the model")
+    if problem:
+        return problem
+    losses = [float(v) for v in np.ravel(np.asarray(losses, dtype=float))]
+    if len(losses) != epochs or not all(np.isfinite(losses)):
+        return f"return one finite loss per epoch ({epochs} epochs asked), got {len(losses)}"
+    if not losses[-1] < losses[0]:
+        return "the loss did not fall from the first epoch to the last: is the model trained?"
+    return _loss_problem(model, x, y, losses[-1]) or _learned(model, x.shape[1], teacher)
+
+
+def _loss_problem(model, x, y, last: float):
+    """The last epoch's mean loss, against the trained model's loss on the same examples:
+    a little above it (it fell during the epoch), never twice it nor well below it."""
+    import tensorflow as tf
+
+    loss = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    final = float(loss(y, model(x)))
+    if not 0.75 * final <= last <= 1.6 * final:
+        return (
+            f"your last epoch's loss is {last / final:.2f} times the trained model's loss on "
+            "the same examples: is each epoch's loss the mean of its steps, and is each step's "
+            "loss that of its whole global batch, split between the replicas?"
+        )
+    return None
+
+
+@exercise("01.5")
+def trained_with_fit(fit, strategy):
+    """fit(strategy, x, y) -> the seed's Keras model trained with fit() on every replica of
+    ``strategy``, on fresh examples of a fresh task."""
+    problem = _strategy_problem(strategy)
+    if problem:
+        return problem
+    rng, n = np.random.default_rng(), strategy.num_replicas_in_sync
+    teacher = int(rng.integers(1000))  # 1024 examples a replica: the seed's 64 each, 16 steps
+    x, y = datasets.teacher_data(1024 * n, seed=int(rng.integers(1e6)), teacher=teacher)
+    model = fit(strategy, x, y)
+    problem = _mirrored_model_problem(model, strategy.num_replicas_in_sync, "return the model")
+    if problem:
+        return problem
+    return _learned(model, x.shape[1], teacher)
+
+
+def _mirrored_model_problem(model, replicas: int, not_a_model: str):
+    """A hint when ``model`` is not a Keras model mirrored, identically, on ``replicas``."""
+    variables = list(getattr(model, "trainable_variables", []))
+    if not variables:
+        return f"{not_a_model}: the trained Keras model"
+    if any(mirrored.replica_count(v) != replicas for v in variables):
+        return (
+            f"the model's variables are not mirrored on the {replicas} replicas: "
+            "where was it built?"
+        )
+    if mirrored.replica_divergence(variables) != 0.0:
+        return "after training, the replicas' copies of the weights differ"
+    return None
+
+
+def _learned(model, features: int, teacher: int):
+    """A hint unless the model's logits beat chance on held-out examples of its task."""
+    import tensorflow as tf
+
+    x, y = datasets.teacher_data(2048, features=features, seed=10**7, teacher=teacher)
+    logits = model(x)
+    accuracy = float(np.mean(np.argmax(np.asarray(logits), axis=1) == y))
+    if accuracy <= 2 / 10:
+        return f"held-out accuracy {accuracy:.2f} is near chance: is the model trained?"
+    loss = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    # chance: ln 10 = 2.3; the seed's recipe 1.53-1.59, from_logits left out 2.03-2.28 (measured)
+    if float(loss(y, logits)) > 1.8:
+        return (
+            f"held-out accuracy {accuracy:.2f}, but the model's outputs are poor logits (their "
+            "cross-entropy is near chance): how does your loss read the model's outputs?"
+        )
+    return None
+
+
+@exercise("01.6")
+def ring_megabytes(answer):
+    """MB each of 8 GPUs sends per step to all-reduce 25,557,032 float32 gradients (ring)."""
+    size = 25_557_032 * 4
+    right = ring_allreduce_bytes(size, 8) / 1e6
+    value = float(answer)
+    if abs(value - right) <= 0.01 * right:
+        return None
+    if abs(value / 1e6 - right) <= 0.01 * right:
+        return "that looks like bytes: give megabytes (1 MB = 10**6 bytes)"
+    if abs(value - size / 1e6) <= 0.01 * right:
+        return "that is one copy of the gradient; the ring has two phases"
+    return "not quite: apply the ring model of section 5 to this gradient's size in bytes"
+
+
+# Wrong answers derived from the solution (solutions/01_mirrored_strategy.ipynb), one plausible
+# mistake each: exercise -> [(name, text of the solution cell, what replaces it)].
+# tests/test_mutations.py applies each to the solution cell and expects "wrong".
+MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
+    "01.1": [
+        ("one device only", "devices=course.devices,", "devices=course.devices[:1],"),
+        ("every device but the first", "devices=course.devices,", "devices=course.devices[1:],"),
+        (
+            "the default strategy",
+            "tf.distribute.MirroredStrategy(devices=course.devices, cross_device_ops=None)",
+            "tf.distribute.get_strategy()",
+        ),
+        (
+            "one device strategy",
+            "tf.distribute.MirroredStrategy(devices=course.devices, cross_device_ops=None)",
+            "tf.distribute.OneDeviceStrategy(course.devices[0])",
+        ),
+    ],
+    "01.2": [
+        (
+            "a plain dataset, not distributed",
+            "return strategy.experimental_distribute_dataset(batches)",
+            "return batches",
+        ),
+        (
+            "batched by the per-replica size",
+            ".batch(global_batch, drop_remainder=True)",
+            ".batch(global_batch // strategy.num_replicas_in_sync, drop_remainder=True)",
+        ),
+        (
+            "a hard-coded batch",
+            ".batch(global_batch, drop_remainder=True)",
+            ".batch(8, drop_remainder=True)",
+        ),
+        (
+            "repeated forever",
+            ".batch(global_batch, drop_remainder=True)",
+            ".batch(global_batch, drop_remainder=True).repeat()",
+        ),
+        ("x and y swapped", "from_tensor_slices((x, y))", "from_tensor_slices((y, x))"),
+        (
+            "x and y shuffled apart",
+            "from_tensor_slices((x, y))",
+            "from_tensor_slices((x, tf.random.shuffle(y)))",
+        ),
+        (
+            "every replica gets a whole global batch",
+            "return strategy.experimental_distribute_dataset(batches)",
+            "return strategy.distribute_datasets_from_function(lambda context: batches)",
+        ),
+    ],
+    "01.3": [
+        (
+            "the course's make_train_step passed in",
+            'result = check("01.3", make_step, strategy)',
+            "from tflearn_helpers import mirrored\n\n"
+            'result = check("01.3", mirrored.make_train_step, strategy)',
+        ),
+        (
+            "a wrapper around the course's make_train_step",
+            "    return step\n",
+            "    from tflearn_helpers import mirrored\n\n"
+            "    return mirrored.make_train_step(strategy, model, optimizer, global_batch)\n",
+        ),
+        ("no strategy.run", "strategy.run(replica_step, args=batch)", "replica_step(*batch)"),
+        (
+            "the first replica's share only, on one device",
+            "strategy.run(replica_step, args=batch)",
+            "replica_step(*(strategy.experimental_local_results(t)[0] for t in batch))",
+        ),
+        (
+            "the per-replica mean (no division by the global batch)",
+            "tf.nn.compute_average_loss(losses, global_batch_size=global_batch)",
+            "tf.reduce_mean(losses)",
+        ),
+        (
+            "the summed loss, not divided",
+            "tf.nn.compute_average_loss(losses, global_batch_size=global_batch)",
+            "tf.reduce_sum(losses)",
+        ),
+        (
+            "the penalty not scaled",
+            "tf.nn.scale_regularization_loss(tf.add_n(model.losses))",
+            "tf.add_n(model.losses)",
+        ),
+        (
+            "the penalty left out",
+            "            if model.losses:\n"
+            "                loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))\n",
+            "",
+        ),
+        ("MEAN for SUM in the reduce", "tf.distribute.ReduceOp.SUM", "tf.distribute.ReduceOp.MEAN"),
+        (
+            "the per-replica losses, not reduced",
+            "return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)",
+            "return per_replica",
+        ),
+        (
+            "no gradients applied",
+            "        optimizer.apply_gradients("
+            "zip(grads, model.trainable_variables, strict=True))\n",
+            "",
+        ),
+        (
+            "a constant loss",
+            "return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)",
+            "return tf.constant(1.0)",
+        ),
+    ],
+    "01.4": [
+        (
+            "no strategy.scope()",
+            "    with strategy.scope():\n        model =",
+            "    if True:\n        model =",
+        ),
+        (
+            "the optimizer outside the scope",
+            "        optimizer = tf.keras.optimizers.Adam(0.01)\n        optimizer.build(",
+            "    optimizer = tf.keras.optimizers.Adam(0.01)\n    optimizer.build(",
+        ),
+        (
+            "the course's make_train_step",
+            "step = make_step(strategy, model, optimizer, global_batch)",
+            "from tflearn_helpers import mirrored\n\n"
+            "    step = mirrored.make_train_step(strategy, model, optimizer, global_batch)",
+        ),
+        (
+            "a plain dataset, not distributed",
+            "make_dataset(strategy, x, y, global_batch)]",
+            "tf.data.Dataset.from_tensor_slices((x, y)).batch(global_batch)]",
+        ),
+        (
+            "each epoch's summed loss",
+            "epoch_losses.append(sum(losses) / len(losses))",
+            "epoch_losses.append(sum(losses))",
+        ),
+        ("one epoch only", "for _ in range(epochs):", "for _ in range(1):"),
+        (
+            "not trained",
+            "losses = [float(step(batch)) for batch in make_dataset(strategy, x, y, global_batch)]",
+            "losses = [3.0 - len(epoch_losses)]",
+        ),
+    ],
+    "01.5": [
+        ("no strategy.scope()", "with strategy.scope():", "if True:"),
+        (
+            "on one device",
+            "with strategy.scope():",
+            "with tf.distribute.OneDeviceStrategy(course.devices[0]).scope():",
+        ),
+        ("not trained", "model.fit(train_dataset, epochs=5, verbose=0)", "pass"),
+        (
+            "probabilities where logits are given",
+            "SparseCategoricalCrossentropy(from_logits=True)",
+            "SparseCategoricalCrossentropy()",
+        ),
+    ],
+    "01.6": [
+        ("bytes, not MB", "* 4 / 1e6", "* 4"),
+        ("one copy of the gradient", "2 * (8 - 1) / 8 * 25_557_032", "25_557_032"),
+        ("one phase only", "2 * (8 - 1) / 8", "(8 - 1) / 8"),
+        ("no (N-1)/N factor", "2 * (8 - 1) / 8", "2"),
+        ("float16 gradients", "* 4 / 1e6", "* 2 / 1e6"),
+        ("parameters, not bytes", "* 4 / 1e6", "/ 1e6"),
+        ("every GPU sends to every other", "2 * (8 - 1) / 8", "(8 - 1)"),
+    ],
+}

@@ -1,0 +1,521 @@
+"""Checks for exercises 02 (ResNet-50 data-parallel: input pipeline, checkpoints, BatchNorm,
+gradient accumulation)."""
+
+from __future__ import annotations
+
+import tempfile
+
+import numpy as np
+
+from ..runtime import validate
+from ..topics.datasets import generated_images
+from ..topics.input_pipeline import write_shards
+from . import exercise
+
+__all__ = ["MUTATIONS"]
+
+
+@exercise("02.1")
+def file_sharded_pipeline(fn):
+    """fn(files, num_workers, worker_index, batch_size) -> a worker's dataset of (image, label,
+    index) batches. Run on fresh files, workers and batch size; its graph is read for a parallel,
+    ordered interleave of the files and a parallel, ordered map."""
+    if not callable(fn):
+        return "pass the function itself, not a dataset it made"
+    rng = np.random.default_rng()
+    # two runs, with other workers and another batch: a number written into the answer fits one
+    sizes = zip(rng.permutation([2, 3, 4])[:2], rng.permutation([2, 3, 4])[:2], strict=True)
+    for workers, batch in sizes:
+        shards, per_file = 2 * int(workers), int(rng.integers(2, 5))
+        with tempfile.TemporaryDirectory() as directory:
+            images = generated_images(shards * per_file, 16, seed=int(rng.integers(1000)))
+            files = write_shards(images, directory, shards=shards)
+            problem = _check_shards(
+                fn, files, int(workers), int(batch), len(images.x)
+            ) or _pipeline_graph_problem(fn, files, int(workers), int(batch))
+        if problem:
+            return problem
+    return None
+
+
+def _check_shards(fn, files: list[str], workers: int, batch: int, images: int):
+    shards, seen = len(files), []
+    for w in range(workers):
+        ds = fn(files, workers, w, batch)
+        if "Prefetch" not in type(ds).__name__:
+            return "the pipeline should end with prefetch, so input overlaps the training step"
+        parts = list(ds)
+        if not parts or any(len(p) != 3 for p in parts):
+            return "each batch should be (images, labels, indices): parse with with_index=True"
+        sizes = [int(p[0].shape[0]) for p in parts]
+        if any(size != batch for size in sizes[:-1]) or sizes[-1] > batch:
+            return "batches should hold batch_size images each"
+        if parts[0][0].dtype.name != "float32":
+            return "images should come out as float32 (use the course's record parser)"
+        seen.append(np.concatenate([p[2].numpy() for p in parts]))
+    everything = np.concatenate(seen)
+    if len(np.unique(everything)) != len(everything):
+        return "two workers got the same image: each needs its own share"
+    if len(everything) != images:
+        return "together the workers should see every image exactly once"
+    for w, idx in enumerate(seen):
+        if not set((idx % shards).tolist()) <= set(range(w, shards, workers)):
+            return "a worker saw images from other workers' files: shard the files, not the images"
+    return None
+
+
+def _pipeline_graph_problem(fn, files: list[str], workers: int, batch: int):
+    """A hint unless the pipeline's graph reads files with a parallel, ordered interleave and
+    decodes with a parallel, ordered map (read from the dataset ops ``fn`` builds in a graph)."""
+    import tensorflow as tf
+
+    with tf.Graph().as_default() as graph:
+        fn(files, workers, workers - 1, batch)
+    nodes = graph.as_graph_def().node
+    ops = {node.op for node in nodes}
+    if not any(op.startswith("ParallelInterleaveDataset") for op in ops):
+        return (
+            "your worker reads its files one after another: how does tf.data read several "
+            "files at once, in parallel?"
+        )
+    if _sharded_after_reading(nodes):
+        return (
+            "your worker opens every file and keeps a share of the records it read: which "
+            "files does it need to open at all?"
+        )
+    if not any(op.startswith("ParallelMapDataset") for op in ops):
+        return "your records are decoded one at a time: let the map decode several at once"
+    for node in nodes:
+        if (
+            node.op.startswith(("ParallelInterleave", "ParallelMap"))
+            and "deterministic" in node.attr
+        ):
+            if node.attr["deterministic"].s == b"false":
+                return "your pipeline may hand out the records in another order on each run"
+    return None
+
+
+def _sharded_after_reading(nodes) -> bool:
+    """True when a ShardDataset op sits downstream of the interleave that reads the files (a
+    shard upstream of it, or a list of files cut in Python, is what a worker should do)."""
+    by_name = {node.name: node for node in nodes}
+    upstream, node = set(), next(n for n in nodes if n.op.startswith("ParallelInterleave"))
+    while node.input:
+        node = by_name.get(node.input[0].split(":")[0].lstrip("^"))
+        if node is None:
+            break
+        upstream.add(node.name)
+    return any(n.op == "ShardDataset" and n.name not in upstream for n in nodes)
+
+
+@exercise("02.2")
+def resume_from_checkpoint(fn):
+    """fn(directory, model, optimizer) -> the step it resumes from, after restoring the newest
+    of several checkpoints saved every few steps (how many: the check's choice)."""
+    if not callable(fn):
+        return "pass the function itself, not its result"
+    rng, steps = np.random.default_rng(), []
+    for _ in range(2):  # two runs that resume from other steps: a number written in fits one
+        every = int(rng.integers(2, 6))  # a checkpoint every few steps: its number is not the step
+        total = int(rng.integers(2 * every, 5 * every))
+        while total // every * every in steps:
+            total += every
+        steps.append(total // every * every)
+        with tempfile.TemporaryDirectory() as directory:
+            problem = _check_resume(fn, directory, rng, every, total)
+        if problem:
+            return problem
+    return None
+
+
+def _check_resume(fn, directory: str, rng, every: int, total: int):
+    import keras
+    import tensorflow as tf
+
+    model, optimizer = _tiny(keras)
+    ckpt = tf.train.Checkpoint(model=model, optimizer=optimizer)
+    manager = tf.train.CheckpointManager(ckpt, directory, max_to_keep=3)
+    for step in range(1, total + 1):
+        _train_step(model, optimizer, seed=int(rng.integers(1 << 30)))
+        if step % every == 0:
+            manager.save()
+            saved, saved_step = [w.copy() for w in model.get_weights()], step
+    fresh, fresh_opt = _tiny(keras)
+    answer = fn(directory, fresh, fresh_opt)
+    if not validate.is_whole_number(answer):
+        return "return the restored step as an int (read it from the optimizer)"
+    restored = int(fresh_opt.iterations.numpy())
+    if restored == 0:
+        return "the optimizer's step counter was not restored: put the optimizer in the checkpoint"
+    if restored != saved_step or not all(
+        np.array_equal(a, b) for a, b in zip(fresh.get_weights(), saved, strict=True)
+    ):
+        return "the model's weights are not the newest saved ones: restore the latest checkpoint"
+    if int(answer) != saved_step:
+        return (
+            "the checkpoint was restored, but the step you returned is not the restored one: "
+            "where does the checkpoint keep the step?"
+        )
+    return None
+
+
+@exercise("02.3")
+def synchronized_normalization(fn, strategy):
+    """normalize(strategy, x) -> the replicas' BatchNorm outputs as strategy.run returns them
+    (one per replica, on its device), together what one device gives for the whole batch. Run
+    on a fresh batch whose replicas' slices have means of their own."""
+    import tensorflow as tf
+
+    if not callable(fn):
+        return "pass the function itself, not its result"
+    if not isinstance(strategy, tf.distribute.Strategy) or strategy.num_replicas_in_sync < 2:
+        return "pass a MirroredStrategy with at least two replicas as the second argument"
+    n, rng = strategy.num_replicas_in_sync, np.random.default_rng()
+    # three features always: a second MirroredStrategy in the same program (the notebook's
+    # cell run again) numbers its all-reduces afresh, and one of another shape fails there
+    per_replica = int(rng.integers(4, 11))
+    x = rng.standard_normal((per_replica * n, 3)).astype(np.float32)
+    x += np.repeat(rng.uniform(-4, 4, n).astype(np.float32), per_replica)[:, None]
+    answer = fn(strategy, x)
+    if answer is None:
+        return "your function returns None: write its body"
+    problem = _per_replica_problem(strategy, answer)
+    if problem:
+        return problem
+    got = np.concatenate([np.asarray(o) for o in strategy.experimental_local_results(answer)])
+    if got.shape != x.shape:
+        return f"together your replicas' outputs are shaped {got.shape}, the batch {x.shape}"
+    return _normalized_problem(got, x, n)
+
+
+def _per_replica_problem(strategy, answer):
+    """A hint unless ``answer`` holds one output per replica, each on its replica's device."""
+    import tensorflow as tf
+
+    if not isinstance(answer, tf.distribute.DistributedValues):
+        return (
+            "return what strategy.run gives back (one output per replica): your answer is "
+            f"{type(answer).__name__}, computed in one place"
+        )
+    parts = strategy.experimental_local_results(answer)
+    wanted = [tf.DeviceSpec.from_string(d) for d in strategy.extended.worker_devices]
+    where = [tf.DeviceSpec.from_string(getattr(p, "device", "") or "") for p in parts]
+    if [(d.device_type, d.device_index) for d in where] != [
+        (d.device_type, d.device_index) for d in wanted
+    ]:
+        return "your replicas' outputs are not each on its replica's device: where did they run?"
+    return None
+
+
+def _normalized_problem(got, x, n: int):
+    import keras
+
+    one_device = np.asarray(keras.layers.BatchNormalization()(x, training=True))
+    if np.allclose(got, one_device, atol=1e-3):
+        return None
+    per_slice = np.concatenate(
+        [np.asarray(keras.layers.BatchNormalization()(part, training=True))
+         for part in np.split(x, n)]
+    )  # fmt: skip
+    if np.allclose(got, per_slice, atol=1e-3):
+        return "each replica normalised with its own slice's statistics: synchronize them"
+    return "not what one device gives: BatchNorm in training mode, on every replica, in order"
+
+
+def _tiny(keras):
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    optimizer = keras.optimizers.Adam(0.1)
+    optimizer.build(model.trainable_variables)
+    return model, optimizer
+
+
+def _train_step(model, optimizer, seed: int) -> None:
+    import tensorflow as tf
+
+    x = tf.random.stateless_normal((8, 4), seed=(seed, 0))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(model(x) ** 2)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+
+
+@exercise("02.4")
+def accumulated_update(fn, strategy):
+    """accumulated_step(strategy, model, optimizer, micro_batches) -> None: one update that
+    averages the gradients of K distributed micro-batches, as one large batch would give."""
+    import tensorflow as tf
+
+    if not callable(fn):
+        return "pass the function itself, not its result"
+    if not isinstance(strategy, tf.distribute.Strategy) or strategy.num_replicas_in_sync < 2:
+        return "pass a MirroredStrategy with at least two replicas as the second argument"
+    return _check_accumulation(fn, strategy)
+
+
+_K, _MICRO = 4, 4  # micro-batches, and the examples each replica gets of each
+
+
+def _check_accumulation(fn, strategy):
+    import keras
+    import tensorflow as tf
+
+    n, seed = strategy.num_replicas_in_sync, int(np.random.default_rng().integers(1 << 30))
+    x = tf.random.stateless_normal((_K * _MICRO * n, 6), seed=(seed, 1))
+    y = tf.random.stateless_uniform((_K * _MICRO * n,), (seed, 2), maxval=3, dtype=tf.int32)
+    model, watch = _watched_model(keras, tf, strategy, seed)
+    start = [w.copy() for w in model.get_weights()]
+    with strategy.scope():
+        optimizer = keras.optimizers.SGD(0.5)
+        optimizer.build(model.trainable_variables)
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(_MICRO * n)
+    micro_batches = list(strategy.experimental_distribute_dataset(data))
+    watch["seen"].clear()
+    fn(strategy, model, optimizer, micro_batches)
+    applied = int(optimizer.iterations.numpy())
+    if applied == 0:
+        return "the weights were never updated: apply the accumulated gradients once at the end"
+    if applied > 1:
+        return (
+            f"the optimizer took {applied} steps for {_K} micro-batches: add the gradients up "
+            "and apply them once"
+        )
+    if set(watch["seen"]) != set(range(n)):
+        return "the micro-batches were not computed on every replica: use strategy.run"
+    return _forward_passes_problem(strategy, watch) or _update_problem(
+        keras, tf, model, start, x, y, n
+    )
+
+
+def _forward_passes_problem(strategy, watch):
+    """A hint unless each replica ran one forward pass per micro-batch, on its share of it."""
+    calls = [float(v) for v in strategy.experimental_local_results(watch["calls"])]
+    largest = [float(v) for v in strategy.experimental_local_results(watch["largest"])]
+    if calls != [float(_K)] * len(calls) or max(largest) > _MICRO:
+        return (
+            f"for {_K} micro-batches your replicas ran {sorted(set(int(c) for c in calls))} "
+            f"forward pass(es) on up to {int(max(largest))} examples: accumulation holds one "
+            "micro-batch at a time on each replica, never the large batch"
+        )
+    return None
+
+
+def _update_problem(keras, tf, model, start, x, y, n: int):
+    got = _update(start, model.get_weights())
+    want = _update(start, _one_device_step(keras, tf, model, start, x, y))
+    size = np.linalg.norm(want)
+    if np.linalg.norm(got - want) <= 1e-4 * size:
+        return None
+    for factor, hint in (
+        (_K, "one update, but too large by the number of micro-batches: average, do not sum"),
+        (n, "too large by the number of replicas: divide each loss by the global micro-batch"),
+        (_K * n, "too large: average over the micro-batches and over the global micro-batch"),
+        (1 / _K, "too small by the number of micro-batches: each micro-batch counts once"),
+    ):
+        if np.linalg.norm(got - factor * want) <= 1e-3 * factor * size:
+            return hint
+    return "one update, but not the large batch's: the mean loss of each micro-batch, averaged"
+
+
+def _watched_model(keras, tf, strategy, seed: int):
+    """A small classifier under ``strategy`` whose first layer records which replicas ran its
+    forward pass, and (in per-replica variables) how often and on how many examples at most."""
+    watch = {"seen": []}
+    with strategy.scope():
+        for name in ("calls", "largest"):
+            watch[name] = tf.Variable(
+                0.0,
+                trainable=False,
+                synchronization=tf.VariableSynchronization.ON_READ,
+                aggregation=tf.VariableAggregation.SUM,
+            )
+
+    class Watch(keras.layers.Layer):
+        def call(self, inputs):
+            context = tf.distribute.get_replica_context()
+            if context is not None and tf.distribute.has_strategy():
+                watch["seen"].append(tf.get_static_value(context.replica_id_in_sync_group))
+                examples = tf.cast(tf.shape(inputs)[0], tf.float32)
+                watch["calls"].assign_add(1.0)
+                watch["largest"].assign(tf.maximum(watch["largest"], examples))
+            return inputs
+
+    keras.utils.set_random_seed(seed % 10_000)
+    with strategy.scope():
+        model = keras.Sequential(
+            [keras.Input((6,)), Watch(), keras.layers.Dense(8, "tanh"), keras.layers.Dense(3)]
+        )
+    return model, watch
+
+
+def _one_device_step(keras, tf, model, start, x, y):
+    """The weights after one SGD step on the whole batch, on one device, from ``start``."""
+    twin = keras.models.clone_model(model)
+    twin.set_weights(start)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, twin(x, training=True))
+    grads = tape.gradient(loss, twin.trainable_variables)
+    keras.optimizers.SGD(0.5).apply_gradients(zip(grads, twin.trainable_variables, strict=True))
+    return twin.get_weights()
+
+
+def _update(before, after) -> np.ndarray:
+    return np.concatenate(
+        [(np.asarray(b) - np.asarray(a)).ravel() for a, b in zip(before, after, strict=True)]
+    )
+
+
+_READ = (
+    "    ds = tf.data.Dataset.from_tensor_slices(files).shard(num_workers, worker_index)\n"
+    "    ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=2, **parallel)\n"
+    "    ds = ds.map(input_pipeline.record_parser(with_index=True), **parallel)\n"
+)
+_RUN = (
+    "    outputs = strategy.run(lambda xs: layer(xs, training=True), args=(next(iter(batches)),))"
+)
+_LOOP = """    total = None
+    for batch in micro_batches:
+        grads = strategy.run(replica_gradients, args=batch)
+        summed = strategy.reduce(tf.distribute.ReduceOp.SUM, grads, axis=None)
+        total = summed if total is None else [t + g for t, g in zip(total, summed, strict=True)]
+    averaged = [t / len(micro_batches) for t in total]
+"""
+# Wrong answers derived from the solution (solutions/02_resnet50_data_parallel.ipynb), one
+# plausible mistake each: exercise -> [(name, text of the solution cell, what replaces it)].
+# tests/test_mutations.py applies each to the solution cell and expects "wrong".
+MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
+    "02.1": [
+        (
+            "its files read one after another, no interleave, no parallel map",
+            _READ,
+            "    ds = tf.data.TFRecordDataset(files[worker_index::num_workers])\n"
+            "    ds = ds.map(input_pipeline.record_parser(with_index=True))\n",
+        ),
+        (
+            "an interleave that is not parallel",
+            "cycle_length=2, **parallel)",
+            "cycle_length=2)",
+        ),
+        (
+            "flat_map: one file after another",
+            "ds.interleave(tf.data.TFRecordDataset, cycle_length=2, **parallel)",
+            "ds.flat_map(tf.data.TFRecordDataset)",
+        ),
+        (
+            "a map that is not parallel",
+            "record_parser(with_index=True), **parallel)",
+            "record_parser(with_index=True))",
+        ),
+        ("the order not kept", '"deterministic": True', '"deterministic": False'),
+        (
+            "sharded by record, after the decode",
+            _READ,
+            _READ.replace(".shard(num_workers, worker_index)", "")
+            + "    ds = ds.shard(num_workers, worker_index)\n",
+        ),
+        ("every worker reads every file", ".shard(num_workers, worker_index)", ""),
+        ("no prefetch", ".prefetch(tf.data.AUTOTUNE)", ""),
+    ],
+    "02.2": [
+        ("a hard-coded step", "return int(optimizer.iterations.numpy())", "return 3"),
+        (
+            "the checkpoint's number as the step",
+            "return int(optimizer.iterations.numpy())",
+            'return int(tf.train.latest_checkpoint(directory).rsplit("-", 1)[-1])',
+        ),
+        (
+            "the model only, not the optimizer",
+            "tf.train.Checkpoint(model=model, optimizer=optimizer)",
+            "tf.train.Checkpoint(model=model)",
+        ),
+        (
+            "the step read before the restore",
+            "    ckpt.restore(tf.train.latest_checkpoint(directory))"
+            ".assert_existing_objects_matched()\n"
+            "    return int(optimizer.iterations.numpy())",
+            "    step = int(optimizer.iterations.numpy())\n"
+            "    ckpt.restore(tf.train.latest_checkpoint(directory))\n"
+            "    return step",
+        ),
+        (
+            "the oldest checkpoint kept",
+            "tf.train.latest_checkpoint(directory)",
+            "tf.train.get_checkpoint_state(directory).all_model_checkpoint_paths[0]",
+        ),
+        (
+            "nothing restored",
+            "    ckpt.restore(tf.train.latest_checkpoint(directory))"
+            ".assert_existing_objects_matched()\n",
+            "",
+        ),
+    ],
+    "02.3": [
+        (
+            "one device, not synchronized (a layer on the whole batch)",
+            "    with strategy.scope():\n",
+            "    return keras.layers.BatchNormalization()(x, training=True)\n"
+            "    with strategy.scope():\n",
+        ),
+        ("not synchronized", "BatchNormalization(synchronized=True)", "BatchNormalization()"),
+        ("inference mode", "layer(xs, training=True)", "layer(xs, training=False)"),
+        ("the whole batch on every replica", "args=(next(iter(batches)),)", "args=(x,)"),
+        (
+            "the first replica's output only",
+            "    return outputs",
+            "    return strategy.experimental_local_results(outputs)[0]",
+        ),
+        (
+            "the outputs gathered on one device",
+            "    return outputs",
+            "    return tf.concat(strategy.experimental_local_results(outputs), axis=0)",
+        ),
+    ],
+    "02.4": [
+        (
+            "the micro-batches concatenated into one batch (no accumulation)",
+            _LOOP,
+            "    x, y = (\n"
+            "        tf.concat([tf.concat(strategy.experimental_local_results(t), 0)\n"
+            "                   for t in parts], 0)\n"
+            "        for parts in zip(*micro_batches)\n"
+            "    )\n"
+            "    grads = strategy.run(replica_gradients, args=(x, y))\n"
+            "    averaged = strategy.reduce(tf.distribute.ReduceOp.SUM, grads, axis=None)\n",
+        ),
+        (
+            "an update after every micro-batch",
+            _LOOP + "    optimizer.apply_gradients(",
+            _LOOP.replace(
+                "        total = summed",
+                "        optimizer.apply_gradients(\n"
+                "            zip(summed, model.trainable_variables, strict=True)\n        )\n"
+                "        total = summed",
+            )
+            + "    if False:\n        optimizer.apply_gradients(",
+        ),
+        (
+            "summed, not averaged",
+            "averaged = [t / len(micro_batches) for t in total]",
+            "averaged = total",
+        ),
+        (
+            "each replica's mean loss (no division by the global micro-batch)",
+            "tf.nn.compute_average_loss(per_example(y, model(x, training=True)))",
+            "tf.reduce_mean(per_example(y, model(x, training=True)))",
+        ),
+        ("MEAN for SUM", "tf.distribute.ReduceOp.SUM", "tf.distribute.ReduceOp.MEAN"),
+        (
+            "only the last micro-batch kept",
+            "summed if total is None else [t + g for t, g in zip(total, summed, strict=True)]",
+            "summed",
+        ),
+        (
+            "each micro-batch gathered on one device",
+            "        grads = strategy.run(replica_gradients, args=batch)\n"
+            "        summed = strategy.reduce(tf.distribute.ReduceOp.SUM, grads, axis=None)\n",
+            "        whole = [tf.concat(strategy.experimental_local_results(t), 0)"
+            " for t in batch]\n"
+            "        summed = replica_gradients(*whole)\n",
+        ),
+    ],
+}

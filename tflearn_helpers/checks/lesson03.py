@@ -1,0 +1,414 @@
+"""Checks for lesson 03's exercises (model-parallel ResNet-101, pipeline bubbles).
+
+03.1 runs the learner's own code: it reads where the stages' parameters live (each
+variable's device), runs the learner's forward function and reads which devices executed
+its ops (the per-device graphs TensorFlow ran), compares its output with the unsplit
+model, runs one training step and reads where its backward pass and updates ran and where
+the optimizers keep their variables (slots). 03.3 runs the learner's GPipe schedule on a
+small two-stage model, on a fresh batch and number of micro-batches, compares its gradients
+with one full-batch tape.gradient and reads the order of its forward and backward passes.
+Hints say what is wrong, never where to cut or what to write.
+"""
+
+from __future__ import annotations
+
+from ..measuring.measure import pipeline_bubble
+from ..runtime import validate
+from ..topics.placement import compute_op_counts, op_devices, parameters_per_device
+from . import exercise
+
+__all__ = ["MUTATIONS"]
+
+#: ResNet-101 has 3 + 4 + 23 + 3 residual blocks.
+RESNET101_BLOCKS = 33
+#: "Balanced": the fullest device holds at most this many times an equal share of parameters.
+BALANCE_TOLERANCE = 1.25
+KEYS = ("model", "stages", "optimizers", "forward", "train_step")
+
+
+@exercise("03.1")
+def resnet101_split(answer):
+    """answer: dict(model=ResNet-101, stages=[placed Keras models], optimizers=[one per
+    stage], forward=fn, train_step=fn)."""
+    if not isinstance(answer, dict) or set(answer) != set(KEYS):
+        return f"answer with a dict whose keys are exactly {', '.join(KEYS)}"
+    model, stages = answer["model"], list(answer["stages"])
+    hint = _check_model(model) or _check_parameters(model, stages)
+    if hint:
+        return hint
+    return (  # cheapest first; the optimizers again after training (built lazily in the step?)
+        _check_optimizers(stages, answer["optimizers"])
+        or _check_forward(model, stages, answer["forward"])
+        or _check_training(stages, answer["train_step"], model)
+        or _check_optimizers(stages, answer["optimizers"])
+    )
+
+
+def _check_model(model):
+    if not hasattr(model, "layers") or not hasattr(model, "count_params"):
+        return "answer['model'] should be the unsplit Keras ResNet-101"
+    n_blocks = sum(1 for layer in model.layers if layer.name.endswith("_out"))
+    if n_blocks != RESNET101_BLOCKS:
+        return f"the model has {n_blocks} residual blocks; ResNet-101 has {RESNET101_BLOCKS}"
+    return None
+
+
+def _check_parameters(model, stages):
+    if len(stages) < 2 or not all(hasattr(s, "weights") for s in stages):
+        return "answer['stages'] should be a list of at least two Keras models (the stages)"
+    stage_devices = []
+    for i, stage in enumerate(stages):
+        found = parameters_per_device(stage.weights)
+        if len(found) != 1:
+            return (
+                f"stage {i} has parameters on {sorted(found)}: a stage's variables should all "
+                "be created on its own device (where is the stage built?)"
+            )
+        stage_devices.append(next(iter(found)))
+    if len(set(stage_devices)) < len(stages):
+        return f"two stages share a device ({stage_devices}): give each stage its own"
+    per_device = parameters_per_device([v for s in stages for v in s.weights])
+    total = int(model.count_params())
+    if sum(per_device.values()) != total:
+        return "the stages together do not hold exactly the model's parameters"
+    fullest, share = max(per_device.values()), total / len(stages)
+    if fullest > BALANCE_TOLERANCE * share:
+        return (
+            f"the fullest device holds {fullest / share:.2f} times an equal share of the "
+            f"parameters (at most {BALANCE_TOLERANCE} is balanced): move the cuts"
+        )
+    return None
+
+
+def _check_forward(model, stages, forward):
+    import numpy as np
+    import tensorflow as tf
+
+    x = tf.random.stateless_normal((2, *model.inputs[0].shape[1:]), seed=(5, 1))
+    got, want = np.asarray(forward(x)), model(x, training=False).numpy()
+    if got.shape != want.shape or not np.allclose(got, want, rtol=1e-4, atol=1e-5):
+        return (
+            "forward(x) differs from the model's output on the same input: were the weights "
+            "copied, does each stage start where the previous one ends, and is BatchNorm in "
+            "inference mode (training=False)?"
+        )
+    stage_devices = {next(iter(parameters_per_device(s.weights))) for s in stages}
+    ran = set(compute_op_counts(forward, x))
+    if ran != stage_devices:
+        return (
+            f"forward(x) computed on {sorted(ran)}, but the stages live on "
+            f"{sorted(stage_devices)}: call each stage inside its device scope"
+        )
+    return None
+
+
+def _check_training(stages, train_step, model):
+    import numpy as np
+    import tensorflow as tf
+
+    x = tf.random.stateless_normal((4, *model.inputs[0].shape[1:]), seed=(6, 2))
+    y = tf.constant([0, 1, 2, 3])
+    before = [[v.numpy() for v in s.trainable_variables] for s in stages]
+    loss = float(train_step(x, y))
+    if not np.isfinite(loss):
+        return f"train_step returned a loss of {loss}"
+    for i, (stage, old) in enumerate(zip(stages, before, strict=True)):
+        pairs = zip(stage.trainable_variables, old, strict=True)
+        if all(np.array_equal(v.numpy(), o) for v, o in pairs):
+            return f"after train_step, stage {i}'s weights did not change: is it updated?"
+    stage_devices = {next(iter(parameters_per_device(s.weights))) for s in stages}
+    ran = compute_op_counts(train_step, x, y)
+    elsewhere = sorted(set(ran) - stage_devices)
+    if sum(ran[d] for d in elsewhere) > 0.1 * sum(ran.values()):  # more than a loss or a split
+        return (
+            f"train_step computed on {elsewhere}, where no stage lives: where do the "
+            "backward pass and the update of each stage run?"
+        )
+    return None
+
+
+def _check_optimizers(stages, optimizers):
+    optimizers = list(optimizers) if isinstance(optimizers, list | tuple) else [optimizers]
+    if not optimizers or not all(hasattr(o, "variables") for o in optimizers):
+        return "answer['optimizers'] should be the list of your stages' Keras optimizers"
+    stage_devices = {next(iter(parameters_per_device(s.weights))) for s in stages}
+    kept = parameters_per_device([v for o in optimizers for v in o.variables])
+    elsewhere = sorted(set(kept) - stage_devices)
+    if elsewhere:
+        return (
+            f"your optimizers keep variables (step counts or slots) on {elsewhere}, where no "
+            "stage lives: where and when is each optimizer built?"
+        )
+    return None
+
+
+@exercise("03.2")
+def micro_batches_for_bubble(answer):
+    """The fewest micro-batches that keep a 4-stage pipeline idle at most 10 % of the time."""
+    if not validate.is_whole_number(answer) or answer < 1:
+        return "answer with a whole number of micro-batches (at least 1)"
+    bubble = pipeline_bubble(4, answer)
+    if bubble > 0.10:
+        return f"with {answer} micro-batches the bubble is still {bubble:.1%}: more are needed"
+    if answer > 1 and pipeline_bubble(4, answer - 1) <= 0.10:
+        return f"{answer} keeps the bubble under 10 %, but fewer would too"
+    return None
+
+
+class _CountingStage:
+    """A stage for 03.3: a Keras model that logs each forward call ("F", its batch size) and
+    each backward pass through its output ("B"), in the order they ran, in ``log``."""
+
+    def __init__(self, model, log: list):
+        self.model, self.log = model, log
+
+    @property
+    def calls(self) -> list[int]:
+        return [size for kind, stage, size in self.log if kind == "F" and stage is self]
+
+    @property
+    def trainable_variables(self):
+        return self.model.trainable_variables
+
+    def __call__(self, x, training=False):
+        import tensorflow as tf
+
+        self.log.append(("F", self, int(x.shape[0])))
+
+        @tf.custom_gradient
+        def logged(y):
+            def backward(dy):
+                self.log.append(("B", self, int(dy.shape[0])))
+                return dy
+
+            return tf.identity(y), backward
+
+        return logged(self.model(x, training=training))
+
+
+@exercise("03.3")
+def gpipe_schedule(gpipe_gradients, devices):
+    """gpipe_gradients(stages, devices, x, y, m) -> each stage's gradients, summed over the
+    m micro-batches, of the mean loss over the whole batch (GPipe: all F, then all B). Run
+    with a fresh batch and m; judged by the gradients, the order of the forward and backward
+    passes, and where the matrix products ran."""
+    import numpy as np
+
+    devices = list(devices)
+    if len(devices) < 2:
+        return "pass at least two devices for the two stages (the lesson's DEVICES)"
+    rng = np.random.default_rng()
+    for m in rng.permutation([2, 4]):  # both: an m written into the answer fits one at most
+        problem = _gpipe_problem(gpipe_gradients, devices, rng, int(m))
+        if problem:
+            return problem
+    return None
+
+
+def _gpipe_problem(gpipe_gradients, devices, rng, m):
+    """What is wrong with one GPipe step of ``m`` micro-batches on a fresh batch, or None."""
+    import keras
+    import tensorflow as tf
+
+    size = int(rng.integers(2, 4))
+    log: list = []
+    stages = _two_stages(devices[:2], log)
+    x = tf.constant(rng.standard_normal((m * size, 8)), tf.float32)
+    y = tf.constant(rng.integers(0, 5, m * size), tf.int32)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, stages[1].model(stages[0].model(x)))
+    want = tape.gradient(loss, [s.trainable_variables for s in stages])
+    got = gpipe_gradients(stages, devices[:2], x, y, m)
+    sizes = [s.calls for s in stages]
+    if sizes != [[size] * m, [size] * m]:
+        return (
+            f"the stages saw batches of {sizes[0]} and {sizes[1]} examples; with m={m} and "
+            f"{m * size} examples each stage should run {m} micro-batches of {size}"
+        )
+    hint = _compare_gradients(got, want, m) or _schedule_problem(log)
+    if hint:
+        return hint
+    ran = op_devices(gpipe_gradients, stages, devices[:2], x, y, m)
+    matmuls = {device for op, device in ran if "MatMul" in op}  # forward and backward alike
+    wanted = {next(iter(parameters_per_device(s.model.weights))) for s in stages}
+    if matmuls != wanted:
+        return (
+            f"your schedule multiplied matrices on {sorted(matmuls)}, but the stages live on "
+            f"{sorted(wanted)}: where do the forward and the backward passes run?"
+        )
+    return None
+
+
+def _schedule_problem(log: list):
+    """GPipe runs every forward pass before the first backward pass."""
+    order = "".join(kind for kind, _, _ in log)
+    if "BF" in order:
+        return (
+            "a backward pass ran before every forward pass had: in GPipe, when does the first "
+            "backward pass start?"
+        )
+    return None
+
+
+def _two_stages(devices, log: list):
+    import keras
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(7)
+    stages = []
+    for device, (inputs, width) in zip(devices, ((8, 16), (16, 5)), strict=True):
+        with tf.device(device):
+            stage = keras.Sequential([keras.layers.Dense(width, activation="tanh")])
+            stage.build((None, inputs))
+        stages.append(_CountingStage(stage, log))
+    return stages
+
+
+def _compare_gradients(got, want, m: int):
+    import numpy as np
+
+    try:
+        got = [[np.asarray(g) for g in stage] for stage in got]
+        pairs = [
+            (g, w.numpy())
+            for gs, ws in zip(got, want, strict=True)
+            for g, w in zip(gs, ws, strict=True)
+        ]
+    except (TypeError, ValueError):
+        return "return one list per stage, each with a gradient for every trainable variable"
+    if any(g.shape != w.shape for g, w in pairs):
+        return "return one list per stage, the gradients in the order of trainable_variables"
+    if all(np.allclose(g, m * w, rtol=1e-4, atol=1e-6) for g, w in pairs):
+        return "your gradients are m times the full-batch ones: what does each micro-batch weigh?"
+    if not all(np.allclose(g, w, rtol=1e-4, atol=1e-6) for g, w in pairs):
+        return (
+            "your gradients differ from one full-batch tape.gradient: does each stage's "
+            "backward pass receive the gradient of its output?"
+        )
+    return None
+
+
+_GPIPE = """    kept = [[] for _ in stages]  # per stage: (tape, input, output) of each micro-batch
+    for xi, yi in zip(xs, ys, strict=True):  # F: every micro-batch through every stage
+        h = xi
+        for s, (stage, device) in enumerate(zip(stages, devices, strict=True)):
+            with tf.device(device), tf.GradientTape() as tape:
+                tape.watch(h)
+                out = stage(h, training=True)
+                if s == len(stages) - 1:
+                    out = loss_fn(yi, out) / m  # this micro-batch's share of the mean loss
+            kept[s].append((tape, h, out))
+            h = out
+    sums = [None] * len(stages)
+    for i in range(m):  # B: last stage first, each on its device
+        out_grad = None
+        for s in reversed(range(len(stages))):
+            tape, h, out = kept[s][i]
+            with tf.device(devices[s]):
+                variables = stages[s].trainable_variables
+                h_grad, *grads = tape.gradient(out, [h, *variables], output_gradients=out_grad)
+                sums[s] = (
+                    grads
+                    if sums[s] is None
+                    else [a + g for a, g in zip(sums[s], grads, strict=True)]
+                )
+            out_grad = h_grad
+"""
+_ONE_AT_A_TIME = """    kept = [[] for _ in stages]
+    sums = [None] * len(stages)
+    for i, (xi, yi) in enumerate(zip(xs, ys, strict=True)):  # F then B, a micro-batch at a time
+        h = xi
+        for s, (stage, device) in enumerate(zip(stages, devices, strict=True)):
+            with tf.device(device), tf.GradientTape() as tape:
+                tape.watch(h)
+                out = stage(h, training=True)
+                if s == len(stages) - 1:
+                    out = loss_fn(yi, out) / m
+            kept[s].append((tape, h, out))
+            h = out
+        out_grad = None
+        for s in reversed(range(len(stages))):
+            tape, h, out = kept[s][i]
+            with tf.device(devices[s]):
+                variables = stages[s].trainable_variables
+                h_grad, *grads = tape.gradient(out, [h, *variables], output_gradients=out_grad)
+                sums[s] = grads if sums[s] is None else [a + g for a, g in zip(sums[s], grads)]
+            out_grad = h_grad
+"""
+# Wrong answers derived from the solution (solutions/03_resnet50_model_parallel.ipynb), one
+# plausible mistake each: exercise -> [(name, text of the solution cell, what replaces it)].
+# tests/test_mutations.py applies each to the solution cell and expects "wrong". 03.1's cell
+# builds ResNet-101 (about 4 s at smoke alone) before the check: its mutations are the ones the
+# check finds before it runs a training step (4-8 s each alone, against 20 s for one found in the
+# training step); tests/test_lesson03_checks.py gives it wrong training steps on a small model.
+MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
+    "03.1": [
+        (
+            "stages built outside their device scope (the seed's belief)",
+            "    with tf.device(device):\n"
+            "        stage = keras.models.clone_model(segment)  # variables created on `device`\n",
+            "    stage = keras.models.clone_model(segment)\n    with tf.device(device):\n",
+        ),
+        (
+            "cut into equal numbers of blocks",
+            "cuts = [blocks[i] for i in model_parallel.balance(params, K)]",
+            "cuts = [blocks[len(blocks) * (i + 1) // K - 1] for i in range(K - 1)]",
+        ),
+        (
+            "optimizers built outside the stage's device scope",
+            "        optimizer = keras.optimizers.SGD(0.01, momentum=0.9)\n"
+            "        optimizer.build(stage.trainable_variables)"
+            "  # its state next to the stage's variables\n",
+            "        pass\n"
+            "    optimizer = keras.optimizers.SGD(0.01, momentum=0.9)\n"
+            "    optimizer.build(stage.trainable_variables)\n",
+        ),
+        (
+            "forward with no device scope",
+            "        with tf.device(device):\n            x = stage(x, training=False)",
+            "        x = stage(x, training=False)",
+        ),
+    ],
+    "03.2": [
+        ("strictly under 10 %", "<= 0.10", "< 0.10"),
+        ("the stages counted as K - 1", "pipeline_bubble(4, m)", "pipeline_bubble(3, m)"),
+        (
+            "the bubble as (K - 1) / M",
+            "measure.pipeline_bubble(4, m) <= 0.10",
+            "3 / m <= 0.10",
+        ),
+        (
+            "a rule of thumb: four micro-batches a stage",
+            "next(m for m in range(1, 1000) if measure.pipeline_bubble(4, m) <= 0.10)",
+            "4 * 4",
+        ),
+    ],
+    "03.3": [
+        (
+            "the micro-batches' losses not scaled",
+            "out = loss_fn(yi, out) / m",
+            "out = loss_fn(yi, out)",
+        ),
+        (
+            "each micro-batch's backward pass straight after its forward pass",
+            _GPIPE,
+            _ONE_AT_A_TIME,
+        ),
+        (
+            "the backward passes on the default device",
+            "            with tf.device(devices[s]):\n                variables",
+            "            if True:\n                variables",
+        ),
+        (
+            "no gradient fed to a stage's output",
+            "output_gradients=out_grad)",
+            "output_gradients=None)",
+        ),
+        (
+            "the batch cut into one micro-batch",
+            "        xs = tf.split(x, m)",
+            "        xs = tf.split(x, 1) * m",
+        ),
+    ],
+}

@@ -1,0 +1,536 @@
+"""Checks for lesson 06's exercises (ZeRO-1, a tensor-parallel MLP, ZeRO-3 unit by unit).
+
+Each check runs the learner's TensorFlow code on its own fresh random problem and compares it
+with plain data parallelism or with one device, then looks at what each device holds and does:
+the variables made and where, the bytes the traced step copies between devices, the products
+each device ran, what the traced step keeps from its forward pass for its backward pass. Hints
+say what went wrong, never the code.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..topics import sharding
+from ..topics.placement import PLUMBING_OPS, op_devices, short_device
+from . import course_code, exercise
+
+__all__ = ["MUTATIONS", "zero1"]
+
+
+def _local(strategy, variable):
+    return strategy.experimental_local_results(variable)
+
+
+@contextmanager
+def _recording_variables():
+    """Inside: every variable created (each replica's copy on its own) is recorded as
+    (device, number of values) in the list it yields."""
+    import tensorflow as tf
+
+    made: list[tuple[str, int]] = []
+
+    def record(next_creator, **kwargs):
+        variable = next_creator(**kwargs)
+        made.append((short_device(variable.device), int(np.prod(variable.shape))))
+        return variable
+
+    with tf.variable_creator_scope(record):
+        yield made
+
+
+def _state_problem(strategy, params, momentum, made, size: int):
+    """A hint unless params and momentum have one copy per replica, on its device, and each
+    device holds no more than the weights plus 1/N of the optimizer state."""
+    n, devices = strategy.num_replicas_in_sync, strategy.extended.worker_devices
+    for name, var in (("params", params), ("momentum", momentum)):
+        copies = _local(strategy, var)
+        if len(copies) != n:
+            return f"{name} must have one copy per replica: create it in strategy.scope()"
+        if sorted(short_device(c.device) for c in copies) != sorted(map(short_device, devices)):
+            return f"the copies of {name} are not one on each replica's device"
+    if {int(np.prod(c.shape)) for c in _local(strategy, momentum)} != {size // n}:
+        return "each replica holds the whole optimizer state: ZeRO-1 keeps 1/N of it on each"
+    held: dict[str, int] = {}
+    for device, values in made:
+        held[device] = held.get(device, 0) + values
+    if max(held.values(), default=0) > size + size // n:
+        return (
+            f"your function made {max(held.values())} values of variables on one device: with "
+            f"{size} weights, ZeRO-1 keeps the weights and only 1/{n} of the optimizer state "
+            "there (is a whole-size state kept somewhere?)"
+        )
+    return None
+
+
+def _plain_dp(w0, grads, lr, beta):
+    w, m = w0.copy(), np.zeros_like(w0)
+    for g in grads:  # plain data parallelism: the sum of the replicas' gradients
+        m = beta * m + g.sum(axis=0)
+        w -= lr * m
+    return w
+
+
+@exercise("06.1")
+def zero1(make_zero1, strategy, steps=3, lr=0.1, beta=0.9):
+    """``make_zero1(strategy, w0, lr, beta) -> (params, momentum, update)``: momentum SGD
+    whose momentum is sharded 1/N per replica; ``update(grad)`` runs in ``strategy.run``.
+    Fresh random weights, size and per-replica gradients each time.
+
+    Right weights are not enough: every variable the function makes is recorded (each device
+    may hold the weights and 1/N of the state), and the step's traced graph may copy between
+    devices at most 1.25x the bytes of plain data parallelism's all-reduce. A reduce-scatter and
+    a direct all-gather move 1x; with ``ReductionToOneDevice``'s ``all_gather`` (through one
+    device) 1.25x at N = 2; any all-reduce of the whole gradient 1.5x or more."""
+    import tensorflow as tf
+
+    if course_code(make_zero1):
+        return "write make_zero1 yourself: the course's code is not your answer"
+    n, rng = strategy.num_replicas_in_sync, np.random.default_rng()
+    w0 = rng.normal(size=n * int(rng.integers(2, 7))).astype("float32")
+    grads = rng.normal(size=(steps, n, w0.size)).astype("float32")  # each replica's own
+    with _recording_variables() as made:
+        params, momentum, update = make_zero1(strategy, tf.constant(w0), lr, beta)
+
+        @tf.function
+        def step(per_replica):  # tf.identity places each gradient on its replica's device
+            strategy.run(lambda grad: update(tf.identity(grad)), args=(per_replica,))
+
+        problem = _state_problem(strategy, params, momentum, made, w0.size)
+        if problem:
+            return problem
+        for k in range(steps):
+            mine = strategy.experimental_distribute_values_from_function(
+                lambda ctx, k=k: tf.constant(grads[k][ctx.replica_id_in_sync_group])
+            )
+            step(mine)
+    problem = _state_problem(strategy, params, momentum, made, w0.size)  # made in the step too
+    if problem:
+        return problem
+    w = _plain_dp(w0, grads, lr, beta)
+    copies = [np.asarray(c) for c in _local(strategy, params)]
+    if not all(np.allclose(c, w, atol=1e-4) for c in copies):
+        if all(np.array_equal(c, w0) for c in copies):
+            return "the weights did not change: write the updated shards back into params"
+        return (
+            "the replicas' weights differ from plain data parallelism: does every replica "
+            "use the gradient summed over all replicas, and get every shard back afterwards?"
+        )
+    moved = sum(b or 0 for *_, b in sharding.transfers(step.get_concrete_function(mine)))
+    plain = 2 * (n - 1) * w0.nbytes  # a ring all-reduce of the gradient, all replicas
+    if moved > 1.25 * plain:
+        return (
+            f"the weights are right, but the step copies {moved / plain:.2f}x the bytes of plain "
+            "data parallelism between devices: a replica needs only the sum of its own shard "
+            "of the gradients, not the whole sum"
+        )
+    return None
+
+
+def _mlp_problem(w1, b1, w2, b2, x, pieces, forward):
+    """A hint unless forward's output and gradients match the one-device MLP's."""
+    import tensorflow as tf
+
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = forward(x)
+        loss = tf.reduce_sum(tf.sin(y))
+    with tf.GradientTape() as ref_tape:
+        ref_tape.watch([x, w1, b1, w2])
+        y_ref = tf.nn.gelu(x @ w1 + b1) @ w2 + b2
+        ref_loss = tf.reduce_sum(tf.sin(y_ref))
+    if y.shape != y_ref.shape or not np.allclose(y, y_ref, atol=1e-4):
+        return (
+            "the output differs from the one-device MLP: are the partial outputs of all "
+            "devices summed (the all-reduce), with b2 added once?"
+        )
+    ref = ref_tape.gradient(ref_loss, [x, w1, b1, w2])
+    got = tape.gradient(loss, [x, *pieces])
+    if any(g is None for g in got):
+        return "some pieces get no gradient: use every piece in forward"
+    norm_ref = sum(float(tf.reduce_sum(g**2)) for g in ref[1:])
+    norm_got = sum(float(tf.reduce_sum(tf.convert_to_tensor(g) ** 2)) for g in got[1:])
+    if not np.allclose(got[0], ref[0], atol=1e-4) or not np.isclose(norm_got, norm_ref, rtol=1e-3):
+        return "the gradients differ from the one-device MLP's"
+    return None
+
+
+def _products_problem(forward, x, devices, hidden: int):
+    """A hint unless every device ran matrix products, and none on the whole hidden layer:
+    read from the ops TensorFlow ran (and where) and from the traced graph's shapes."""
+    import tensorflow as tf
+
+    ran = [(op, d) for op, d in op_devices(forward, x) if op not in PLUMBING_OPS]
+    where = {d for op, d in ran if "MatMul" in op or op == "Einsum"}
+    missing = sorted({short_device(d) for d in devices} - where)
+    if missing:
+        return (
+            f"no matrix product ran on {missing}: each device should multiply by its own "
+            "pieces, where they live"
+        )
+    graph = tf.function(getattr(forward, "python_function", forward)).get_concrete_function(x)
+    for op in graph.graph.get_operations():
+        if "MatMul" in op.type or op.type == "Einsum":
+            dims = {d for t in op.inputs for d in t.shape.as_list()}
+            if hidden in dims:
+                return (
+                    "a matrix product runs on the whole hidden layer: each device should "
+                    "compute only its share of it"
+                )
+    return None
+
+
+@exercise("06.2")
+def tensor_parallel_mlp(make_tp_mlp, devices):
+    """``make_tp_mlp(w1, b1, w2, b2, devices) -> (pieces, forward)``: the MLP
+    ``gelu(x w1 + b1) w2 + b2`` with w1 (and b1) split by columns and w2 by rows over
+    ``devices``; ``pieces`` are the variables holding w1, b1 and w2 (b2 stays whole). Fresh
+    random sizes and values; judged by the output, the gradients, where each piece lives, and
+    where the products ran."""
+    import tensorflow as tf
+
+    if course_code(make_tp_mlp):
+        return "write make_tp_mlp yourself: the course's code is not your answer"
+    rng = np.random.default_rng()
+    # the hidden width is larger than every other size: a product on it is a whole matrix's
+    d, hidden = int(rng.integers(3, 8)), max(2, len(devices)) * int(rng.integers(4, 8))
+    w1, w2 = rng.normal(size=(d, hidden)), rng.normal(size=(hidden, d))
+    b1, b2 = rng.normal(size=hidden), rng.normal(size=d)
+    w1, w2, b1, b2 = (tf.constant(a, tf.float32) for a in (w1, w2, b1, b2))
+    x = tf.constant(rng.normal(size=(int(rng.integers(2, 6)), d)), tf.float32)
+    pieces, forward = make_tp_mlp(w1, b1, w2, b2, devices)
+    if not pieces or not all(isinstance(p, tf.Variable) for p in pieces):
+        return "return the tf.Variable pieces your MLP trains, as a list"
+    held = {short_device(dev): 0 for dev in devices}
+    for p in pieces:
+        if short_device(p.device) in held:
+            held[short_device(p.device)] += int(np.prod(p.shape))
+    if sum(1 for v in held.values() if v) < len(devices):
+        return "your pieces do not live on every device: create piece i under tf.device(devices[i])"
+    if len(set(held.values())) != 1:
+        return "the devices hold unequal shares of the weights: split both matrices evenly"
+    return _mlp_problem(w1, b1, w2, b2, x, pieces, forward) or _products_problem(
+        forward, x, devices, hidden
+    )
+
+
+def _ancestors(tensors) -> set:
+    """The ops whose outputs flow into ``tensors`` by data (control edges left out)."""
+    seen, todo = set(), [t.op for t in tensors]
+    while todo:
+        op = todo.pop()
+        if op not in seen:
+            seen.add(op)
+            todo.extend(t.op for t in op.inputs)
+    return seen
+
+
+# ops that move or join values without adding them (a copy, a gather's concat, an all-to-all)
+_MOVES = {
+    *("Identity", "IdentityN", "Reshape", "ConcatV2", "Concat", "Pack"),
+    *("CollectiveAllToAllV2", "CollectiveAllToAllV3"),
+}
+
+
+def _size(tensor) -> int:
+    return tensor.shape.num_elements() or 0
+
+
+def _made_on(tensor) -> str | None:
+    """The device of the op that computed ``tensor``'s values, looking through copies and
+    reshapes; None for a constant or an op without a device (an input)."""
+    while tensor.op.type in ("Identity", "Reshape", "IdentityN") and tensor.op.inputs:
+        index = tensor.value_index if tensor.op.type == "IdentityN" else 0
+        tensor = tensor.op.inputs[index]
+    if tensor.op.type == "Const" or not tensor.op.device:
+        return None
+    return short_device(tensor.op.device)
+
+
+def _sums_per_device(backward) -> dict:
+    """Per device, the values the backward pass computes there from values computed on two or
+    more devices: the sums a reduction over replicas makes (a copy, a concatenation or an
+    all-to-all only moves values, and is not counted)."""
+    sums: dict[str, int] = {}
+    for op in backward:
+        made = {_made_on(t) for t in op.inputs} - {None}
+        if op.type not in _MOVES and len(made) > 1:
+            where = short_device(op.device)
+            sums[where] = sums.get(where, 0) + max(map(_size, op.outputs), default=0)
+    return sums
+
+
+def _zero3_problem(graph_of, limit: int, shard: int):
+    """A hint when the traced step keeps a tensor larger than ``limit`` values from its
+    forward pass for its backward pass, or when a device sums more than a ``shard`` of
+    gradient over replicas; ``graph_of`` lists each replica's (output, gradients) tensors."""
+    forward = _ancestors([y for y, _ in graph_of])
+    backward = _ancestors([g for _, grads in graph_of for g in grads]) - forward
+    kept = {t.name: _size(t) for op in backward for t in op.inputs if t.op in forward}
+    largest = max((v for v in kept.values() if v > limit), default=0)
+    if largest:
+        return (
+            f"the outputs and gradients are right, but the step keeps a tensor of {largest} "
+            f"values from the forward pass until the backward pass reads it (a shard or an "
+            f"activation has at most {limit}): gathered weights stay in memory all that time. "
+            "Only the shard may live from one pass to the other: is the outer tape recording "
+            "the gathered weights, or does the backward reuse what the forward gathered?"
+        )
+    sums = _sums_per_device(backward)
+    if max(sums.values(), default=0) > shard:
+        return (
+            f"the gradients are right, but one device sums {max(sums.values())} values of "
+            f"gradient over the replicas, more than a shard ({shard}): the whole "
+            "gradient is summed in one place. Each replica should receive only the sum of its "
+            "own shard"
+        )
+    return None
+
+
+def _zero3_case(rng, n: int):
+    """A fresh dense unit ``act(x @ W + b)`` on a flat vector of weights, its inputs, and
+    the incoming gradients; every activation is smaller than the weight matrix."""
+    import tensorflow as tf
+
+    d_in, d_out, batch = int(rng.integers(6, 12)), n * int(rng.integers(3, 6)), 2
+    act = [tf.tanh, tf.sin, tf.sigmoid][int(rng.integers(3))]
+
+    def forward(full, x):
+        w, b = tf.split(full, [d_in * d_out, d_out])
+        return act(x @ tf.reshape(w, [d_in, d_out]) + b)
+
+    full = rng.normal(size=d_out * (d_in + 1)).astype("float32")
+    xs = rng.normal(size=(n, batch, d_in)).astype("float32")
+    dys = rng.normal(size=(n, batch, d_out)).astype("float32")
+    return forward, full, xs, dys, max(full.size // n, batch * d_in, batch * d_out)
+
+
+def _zero3_reference(forward, full, xs, dys):
+    """Plain data parallelism's gradients: of the weights summed over replicas, and each x's."""
+    import tensorflow as tf
+
+    w, xs = tf.constant(full), [tf.constant(x) for x in xs]
+    with tf.GradientTape() as tape:
+        tape.watch([w, *xs])
+        ys = [forward(w, x) for x in xs]
+        loss = sum(tf.reduce_sum(y * dy) for y, dy in zip(ys, dys, strict=True))
+    dw, *dxs = tape.gradient(loss, [w, *xs])
+    return [y.numpy() for y in ys], dw.numpy(), [d.numpy() for d in dxs]
+
+
+def _zero3_values_problem(got, reference, n: int):
+    """A hint unless each replica's output, input gradient and weight-shard gradient match."""
+    ys, dw, dxs = reference
+    shards = dw.reshape(n, -1)
+    for r, (y, d_shard, dx) in enumerate(got):
+        if y is None or y.shape != ys[r].shape or not np.allclose(y, ys[r], atol=1e-4):
+            return (
+                "a replica's output differs from the unit run on the whole weights: does "
+                "every replica compute with all N shards, in order?"
+            )
+        if dx is None or not np.allclose(dx, dxs[r], atol=1e-4):
+            return "the gradient of a replica's input x differs from plain data parallelism's"
+        if d_shard is None or d_shard.shape != shards[r].shape:
+            return "the gradient of each replica's shard must have the shard's shape"
+        if not np.allclose(d_shard, shards[r], atol=1e-4):
+            return (
+                "the gradient of a replica's shard differs from its slice of the weights' "
+                "gradient summed over all replicas"
+            )
+    return None
+
+
+@exercise("06.3")
+def zero3_unit(zero3, strategy):
+    """``zero3(forward) -> run``: ``run(shard, x)`` computes ``forward(full, x)`` in
+    ``strategy.run``, where ``shard`` is this replica's 1/N of the flat weights ``full``; the
+    gradient of a shard is its slice of the weights' gradient summed over the replicas.
+
+    A fresh random dense unit, inputs and incoming gradients each time, traced in one
+    ``tf.function``: outputs and gradients must equal plain data parallelism's, and the traced
+    graph (where TensorFlow frees a tensor after its last reader) may keep no tensor larger than
+    a shard or an activation from the forward pass for the backward pass, and no device may sum
+    more than a shard's worth of gradient over the replicas (an all-reduce, not a
+    reduce-scatter)."""
+    import tensorflow as tf
+
+    if course_code(zero3):
+        return "write zero3 yourself: the course's code is not your answer"
+    n = strategy.num_replicas_in_sync
+    if n < 2:
+        return "check your answer on a strategy with at least two replicas"
+    forward, full, xs, dys, limit = _zero3_case(np.random.default_rng(), n)
+    run, traced = zero3(forward), []
+
+    def replica_step(shard, x, dy):
+        with tf.GradientTape() as tape:
+            tape.watch([shard, x])
+            y = run(shard, x)
+        grads = tape.gradient(y, [shard, x], output_gradients=dy)
+        traced.append((y, [g for g in grads if g is not None]))
+        return y, *[tf.zeros([0]) if g is None else g for g in grads]
+
+    def per_replica(values):
+        return strategy.experimental_distribute_values_from_function(
+            lambda ctx: tf.constant(values[ctx.replica_id_in_sync_group])
+        )
+
+    step = tf.function(lambda *a: strategy.run(replica_step, args=a))
+    try:
+        out = step(per_replica(full.reshape(n, -1)), per_replica(xs), per_replica(dys))
+    except Exception as err:  # say where it failed, with TensorFlow's last line
+        last = [line for line in str(err).splitlines() if line.strip()][-1:] or [""]
+        return (
+            f"run(shard, x) failed in strategy.run ({type(err).__name__}: {last[0][:200]}). "
+            f"forward reads the whole flat weights, {full.size} values here; each replica "
+            f"holds a shard of {full.size // n}"
+        )
+    local = [[np.asarray(v) for v in strategy.experimental_local_results(o)] for o in out]
+    got = [
+        (y, s if s.size else None, x if x.size else None) for y, s, x in zip(*local, strict=True)
+    ]
+    return _zero3_values_problem(got, _zero3_reference(forward, full, xs, dys), n) or (
+        _zero3_problem(traced, limit, full.size // n)
+    )
+
+
+# Wrong answers derived from the solution (solutions/06_sharding_and_memory.ipynb), one
+# plausible mistake each: exercise -> [(name, text of the solution cell, what replaces it)].
+# tests/test_mutations.py applies each to the solution cell and expects "wrong".
+MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
+    "06.1": [
+        (
+            "a full-size momentum on every replica, its slice copied into the shard returned",
+            "        momentum = tf.Variable(tf.zeros([size // n]), **on_read)\n",
+            "        momentum = tf.Variable(tf.zeros([size // n]), **on_read)\n"
+            "        full = tf.Variable(tf.zeros([size]), **on_read)  # the whole momentum\n",
+        ),
+        (
+            "no strategy.scope()",
+            "    with strategy.scope():\n        params",
+            "    if True:\n        params",
+        ),
+        ("the momentum not sharded", "tf.zeros([size // n])", "tf.zeros([size])"),
+        ("MEAN for SUM in the reduce-scatter", 'reduce_to("sum", p, d)', 'reduce_to("mean", p, d)'),
+        (
+            "another replica's shard kept",
+            "args=tuple(tf.split(grad, n)))[r]",
+            "args=tuple(tf.split(grad, n)))[(r + 1) % n]",
+        ),
+        (
+            "the whole gradient all-reduced, then sliced",
+            "mine = ctx.merge_call(reduce_scatter, args=tuple(tf.split(grad, n)))[r]",
+            'mine = tf.reshape(ctx.all_reduce("sum", grad), [n, -1])[r]',
+        ),
+        (
+            "no all-gather: only the own shard written back",
+            "params.assign(ctx.merge_call(all_gather, args=(new,)))",
+            "params.assign(tf.reshape(tf.tensor_scatter_nd_update("
+            "tf.reshape(params, [n, -1]), [[r]], new[None]), [-1]))",
+        ),
+        (
+            "no momentum: plain SGD on the shard",
+            "new = tf.reshape(params, [n, -1])[r] - lr * momentum",
+            "new = tf.reshape(params, [n, -1])[r] - lr * mine",
+        ),
+    ],
+    "06.2": [
+        (
+            "the pieces concatenated back into whole matrices (every product on one device)",
+            "        partial = []\n"
+            "        for d, (a, b, c) in zip(devices, shards, strict=True):\n"
+            "            with tf.device(d):\n"
+            "                partial.append(tf.nn.gelu(x @ a + b) @ c)\n"
+            "        return tf.add_n(partial) + b2  # the all-reduce\n",
+            "        a, b, c = (tf.concat(list(p), k) for p, k in zip(zip(*shards), (1, 0, 0)))\n"
+            "        return tf.nn.gelu(x @ a + b) @ c + b2\n",
+        ),
+        (
+            "no tf.device in forward",
+            "            with tf.device(d):\n                partial.append(",
+            "            if True:\n                partial.append(",
+        ),
+        (
+            "every piece made on the first device",
+            "        with tf.device(d):\n            shards.append(",
+            "        with tf.device(devices[0]):\n            shards.append(",
+        ),
+        ("relu for gelu", "tf.nn.gelu(x @ a + b)", "tf.nn.relu(x @ a + b)"),
+        (
+            "b2 added on every device",
+            "partial.append(tf.nn.gelu(x @ a + b) @ c)",
+            "partial.append(tf.nn.gelu(x @ a + b) @ c + b2)",
+        ),
+        ("the mean of the partial outputs", "tf.add_n(partial) + b2", "tf.add_n(partial) / n + b2"),
+        ("only the first device's output", "tf.add_n(partial) + b2", "partial[0] + b2"),
+        ("w2 split by columns", "tf.split(w2, n)", "tf.split(w2, n, axis=1)"),
+    ],
+    "06.3": [
+        (
+            "no custom gradient: the outer tape records the gather and the unit",
+            "    @tf.custom_gradient\n    def run(shard, x):",
+            "    def run(shard, x):\n"
+            "        return forward(gather(shard), x)\n\n"
+            "    def unused(shard, x):",
+        ),
+        (
+            "no second gather: the backward reuses the weights the forward gathered",
+            "            full = gather(shard)  # gathered again\n",
+            "",
+        ),
+        (
+            "the forward's own tape kept for the backward (no recomputation)",
+            "        full = gather(shard)\n"
+            "        y = forward(full, x)\n\n"
+            "        def backward(dy):\n"
+            "            full = gather(shard)  # gathered again\n"
+            "            with tf.GradientTape() as tape:\n"
+            "                tape.watch([full, x])\n"
+            "                y = forward(full, x)  # the forward pass again (recomputation)\n",
+            "        full = gather(shard)\n"
+            "        with tf.GradientTape() as tape:\n"
+            "            tape.watch([full, x])\n"
+            "            y = forward(full, x)\n\n"
+            "        def backward(dy):\n",
+        ),
+        (
+            "tf.recompute_grad around the gather and the unit (the gather's own gradient)",
+            "    return run\n",
+            "    return tf.recompute_grad(lambda shard, x: forward(gather(shard), x))\n",
+        ),
+        (
+            "the whole gradient all-reduced, then sliced",
+            "return ctx.merge_call(to_owners, args=tuple(tf.split(grad, n)))[r]",
+            'return tf.split(ctx.all_reduce("sum", grad), n)[r]',
+        ),
+        (
+            "each replica's own gradient sliced, not summed",
+            "return ctx.merge_call(to_owners, args=tuple(tf.split(grad, n)))[r]",
+            "return tf.split(grad, n)[r]",
+        ),
+        (
+            "each slice all-reduced, only the own slice kept",
+            "return ctx.merge_call(to_owners, args=tuple(tf.split(grad, n)))[r]",
+            'return [ctx.all_reduce("sum", p) for p in tf.split(grad, n)][r]',
+        ),
+        ("MEAN for SUM in the reduce-scatter", 'reduce_to("sum", p, d)', 'reduce_to("mean", p, d)'),
+        (
+            "another replica's slice of the gradient kept",
+            "args=tuple(tf.split(grad, n)))[r]",
+            "args=tuple(tf.split(grad, n)))[(r + 1) % n]",
+        ),
+        (
+            "the own shard repeated N times instead of gathered",
+            "        full = gather(shard)\n        y = forward(full, x)\n",
+            "        full = tf.tile(shard, [N])\n        y = forward(full, x)\n",
+        ),
+        (
+            "a constant (zero) gradient for the shard",
+            "return reduce_scatter(dfull), dx",
+            "return tf.zeros_like(shard), dx",
+        ),
+        ("the unit itself returned, run on the shard", "    return run\n", "    return forward\n"),
+    ],
+}

@@ -1,0 +1,430 @@
+"""Checks for exercises 08 (parameter servers in the Estimator era).
+
+Each check runs the learner's code on inputs it draws afresh (a cluster of a random size and
+worker, random logs), reads what the code built or returned, and refuses the course's own
+implementation; hints never give the answer.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from pathlib import Path
+
+from ..cluster import tf_config
+from . import cell_course_calls, course_calls, exercise, learner_source
+
+__all__ = ["MUTATIONS"]
+
+
+@exercise("08.4")
+def ps_of_logits_kernel(answer):
+    """A quick question, answered by reasoning: the cell that asks it may not read the
+    course's placement table (which the notebook shows afterwards)."""
+    from ..topics.between_graph import placement
+
+    if not isinstance(answer, str) or not answer.startswith("ps:"):
+        return "answer with a task name: 'ps:' and the task's index, as in the placement table"
+    used = cell_course_calls()
+    if used:
+        return (
+            f"this cell asks the course's code ({', '.join(used)}): reason it out from "
+            "replica_device_setter's round-robin instead, then compare with the table below"
+        )
+    where = {name: device for name, _, device, _ in placement(num_ps=3)}
+    if answer != where["logits/kernel"]:
+        return (
+            "round-robin follows creation order, and the global step is created first: "
+            "count the variables created before logits/kernel"
+        )
+    return None
+
+
+@exercise("08.3")
+def staleness_function(fn):
+    """staleness(before, after) on fresh random logs; the course's own code is not an answer."""
+    if not callable(fn):
+        return "pass your function itself: staleness(before, after) -> list of ints"
+    rng = random.Random()
+    for case in range(20):
+        before = sorted(rng.randrange(0, 50) for _ in range(case + 1))
+        after = [b + 1 + rng.randrange(0, 4) for b in before]
+        expected = [a - b - 1 for b, a in zip(before, after, strict=True)]
+        got, used = course_calls(fn, before, after)
+        if used:
+            return (
+                f"your function runs the course's code ({', '.join(sorted(set(used)))}): "
+                "compute the staleness yourself from the two lists"
+            )
+        got = list(got)
+        if len(got) != len(expected):
+            return "return one staleness value per step (as many as there are reads)"
+        if got != expected:
+            if got == [a - b for b, a in zip(before, after, strict=True)]:
+                return "the worker's own update is included in after - before: subtract it"
+            return "staleness counts the updates *other* workers applied between the two reads"
+    return None
+
+
+@exercise("08.2")
+def evaluator_tf_config(answer):
+    try:
+        config = tf_config.validate(answer)
+    except tf_config.TFConfigError as err:
+        return f"TF_CONFIG is not valid: {err}"
+    cluster = config["cluster"]
+    missing = sorted({"chief", "worker", "ps", "evaluator"} - set(cluster))
+    if missing:
+        return f'TF_CONFIG["cluster"] has no "{missing[0]}" job; the exercise\'s cluster has one'
+    for job, count in (("worker", 2), ("ps", 1)):
+        if len(cluster[job]) != count:
+            return f'TF_CONFIG["cluster"]["{job}"] has {len(cluster[job])} address(es): count again'
+    if config["task"].get("type") != "evaluator":
+        return 'TF_CONFIG["task"]["type"] is not the role this process plays'
+    return None
+
+
+def _random_cluster():
+    """A cluster of 2-4 ps tasks and 2-5 workers (addresses only), and two of its workers."""
+    import tensorflow as tf
+
+    rng = random.Random()
+    ps, workers = rng.randint(2, 4), rng.randint(2, 5)
+    ports = iter(rng.sample(range(2000, 9000), ps + workers))
+    spec = {
+        "ps": [f"localhost:{next(ports)}" for _ in range(ps)],
+        "worker": [f"localhost:{next(ports)}" for _ in range(workers)],
+    }
+    return tf.train.ClusterSpec(spec), rng.sample(range(workers), 2)
+
+
+def _ancestors(op) -> list:
+    """``op`` and every op its output is computed from (the forward pass, not initializers)."""
+    seen, todo = {op.name: op}, [op]
+    while todo:
+        for t in todo.pop().inputs:
+            if t.op.name not in seen:
+                seen[t.op.name] = t.op
+                todo.append(t.op)
+    return list(seen.values())
+
+
+def _worker_graph_problem(variables, output, task: int):
+    import tensorflow as tf
+
+    if not variables:
+        return "no variables were created: the model needs weights (tf.compat.v1.get_variable)"
+    shapes = sorted(tuple(v.shape.as_list()) for v in variables)
+    if shapes != [(5,), (10, 5)] or getattr(output, "shape", None) is None:
+        return "build the exercise's model: a [10, 5] weight, a [5] bias, and return x @ w + b"
+    if output.shape.as_list() != [None, 5]:
+        return "return the model's output x @ w + b (one row of 5 per example)"
+    for variable in variables:
+        if tf.DeviceSpec.from_string(variable.device).job != "ps":
+            return (
+                f"variable {variable.op.name} is on '{variable.device or 'no device'}', not on a "
+                "ps task: create the variables inside the device function's scope"
+            )
+    if len({tf.DeviceSpec.from_string(v.device).task for v in variables}) < 2:
+        return "all the variables sit on one ps task: tell the device setter about the cluster"
+    compute = [op for op in _ancestors(output.op) if op.type in ("MatMul", "AddV2", "Add")]
+    if not any(op.type == "MatMul" for op in compute):
+        return "nothing is computed: the worker's forward pass should multiply by the weights"
+    for op in compute:
+        device = tf.DeviceSpec.from_string(op.device)
+        if (device.job, device.task) != ("worker", task):
+            return (
+                f"{op.name} is placed on '{op.device or 'no device'}', not on the worker whose "
+                "graph this is: which argument of the device setter names it?"
+            )
+    return None
+
+
+@exercise("08.1")
+def worker_graph_placement(build_worker_graph):
+    """build_worker_graph(cluster, task) builds one worker's graph: run it for two random
+    workers of a cluster of random size, and look where each variable and each op landed."""
+    import tensorflow as tf
+
+    if not callable(build_worker_graph):
+        return "pass your function build_worker_graph itself, not its result"
+    spec, tasks = _random_cluster()
+    for task in tasks:  # two workers: a worker typed in is wrong for one of them
+        graph = tf.Graph()
+        with graph.as_default():
+            output, used = course_calls(build_worker_graph, spec, task)
+            variables = tf.compat.v1.global_variables()
+        if used:
+            return (
+                f"your function runs the course's code ({', '.join(sorted(set(used)))}): build "
+                "the worker's graph yourself"
+            )
+        problem = _worker_graph_problem(variables, output, task)
+        if problem:
+            return problem
+    return None
+
+
+# -- 08.5: a synchronous worker, run on a local cluster (1 ps, 2 worker processes) ----------
+SYNC_HARNESS = """
+import json, os, sys
+import numpy as np
+import tensorflow as tf
+from tflearn_helpers import between_graph
+from tflearn_helpers.programs import events
+
+v1 = tf.compat.v1
+
+{learner}
+
+
+def main():
+    config = json.loads(os.environ["TF_CONFIG"])
+    task, steps = config["task"]["index"], int(sys.argv[1])
+    cluster = tf.train.ClusterSpec(config["cluster"])
+    server = tf.distribute.Server(cluster, job_name="worker", task_index=task)
+    v1.disable_eager_execution()
+    x = v1.placeholder(tf.float32, [None, 10], name="x")
+    y = v1.placeholder(tf.float32, [None, 1], name="y")
+    loss, train_op, hooks = {name}(cluster, task, cluster.num_tasks("worker"), x, y)
+    step = v1.train.get_global_step()
+    graph = v1.get_default_graph()
+    events.emit(
+        "graph",
+        variables={{v.op.name: v.device for v in v1.global_variables()}},
+        num_required=[  # gradients each update takes, one accumulator per variable
+            int(tf.get_static_value(op.inputs[1])) for op in graph.get_operations()
+            if op.type == "ResourceAccumulatorTakeGradient"],
+        global_step=step is not None)
+    if step is None:
+        return
+    with tf.control_dependencies([train_op]):
+        after = tf.identity(step.read_value())
+    hooks = list(hooks or []) + [v1.train.StopAtStepHook(last_step=steps)]
+    filters = v1.ConfigProto(device_filters=["/job:ps", f"/job:worker/task:{{task}}"])
+    if task == 0:
+        session = v1.train.MonitoredTrainingSession(
+            master=server.target, is_chief=True, hooks=hooks, config=filters,
+            save_checkpoint_secs=None, save_checkpoint_steps=None, save_summaries_steps=None,
+            save_summaries_secs=None, log_step_count_steps=None)
+    else:
+        creator = between_graph.quick_worker_session_creator(server.target, filters)
+        session = v1.train.MonitoredSession(creator, hooks=hooks)
+    true_w = np.linspace(-1.0, 1.0, 10, dtype=np.float32)[:, None]
+    rng = np.random.default_rng(task)
+    with session:
+        while not session.should_stop():
+            xb = rng.normal(size=(32, 10)).astype(np.float32)
+            value, seen = session.run([loss, after], {{x: xb, y: xb @ true_w}})
+            events.emit("step", loss=float(value), after=int(seen))
+        events.emit("done")
+        os._exit(0)  # a sync session can wait forever on close for a token nobody sends
+
+
+main()
+"""
+
+
+def _run_sync_cluster(source: str, name: str, steps: int, timeout: float) -> dict:
+    """Run the learner's worker on 1 ps + 2 worker processes until the chief reaches
+    ``steps`` global steps (or ``timeout`` s once both have built their graphs: starting
+    TensorFlow on a busy machine does not count as a stall); what each worker printed."""
+    from .. import cluster
+    from ..programs import events, processes
+
+    spec = cluster.local_cluster_spec(workers=2, ps=1)
+    with (
+        tempfile.TemporaryDirectory(prefix="tflearn-check-08.5-") as folder,
+        cluster.LocalCluster(spec, log_dir=folder, env={"CUDA_VISIBLE_DEVICES": ""}) as run,
+    ):
+        program = Path(folder) / "sync_worker.py"
+        program.write_text(SYNC_HARNESS.format(learner=source, name=name))
+        run.start("server", tasks=[("ps", 0)])
+        run.start(program, args=[steps], tasks=[("worker", 0), ("worker", 1)])
+        chief = run.procs[("worker", 0)]
+        built = lambda i: events.parse(run.logs("worker", i), "graph")  # noqa: E731
+        try:  # both graphs built, or the chief gone (it failed, or it finished already)
+            processes.wait_until(lambda: (built(0) and built(1)) or not chief.running(), 300, "")
+            graph = _graph_of(events.parse(run.logs("worker", 0)))
+            if graph is not None and _graph_problem(graph, workers=2):
+                code = None  # the graph alone is wrong: no need to train it
+            else:
+                code = run.wait([("worker", 0)], timeout=timeout)[("worker", 0)]
+        except TimeoutError:
+            code = None  # still running: stalled
+        logs = [run.logs("worker", i) for i in (0, 1)]
+    return {"code": code, "logs": logs, "lines": [events.parse(log) for log in logs]}
+
+
+def _graph_of(lines: list[dict]):
+    return next((ln for ln in lines if ln["kind"] == "graph"), None)
+
+
+def _graph_problem(graph: dict, workers: int):
+    """What is wrong with a worker's graph as it reported it (None if nothing)."""
+    if not graph["global_step"]:
+        return "the graph has no global step: updates are counted with one"
+    for name, device in graph["variables"].items():
+        if "/job:ps" not in device:
+            return f"variable {name} is on '{device or 'no device'}', not on a ps task"
+    if not graph["num_required"]:
+        return "each update applied one worker's gradient as it came: that is asynchronous"
+    if min(graph["num_required"]) < workers:
+        return "an update averages fewer gradients than workers send: how many should it average?"
+    return None
+
+
+def _judge_sync(outcome: dict, steps: int, timeout: float):
+    graph = _graph_of(outcome["lines"][0])
+    if graph is None and outcome["code"] is None:
+        return "the workers did not start within 300 s (a busy machine?): run the check again"
+    if graph is None:
+        lines = outcome["logs"][0].strip().splitlines() or ["(no output)"]
+        last = next((ln for ln in reversed(lines) if "Error" in ln), lines[-1])
+        return f"your function failed in the worker process: {last[:300]}"
+    problem = _graph_problem(graph, workers=len(outcome["lines"]))
+    if problem:
+        return problem
+    done = [ln for worker in outcome["lines"] for ln in worker if ln["kind"] == "step"]
+    reached = max((ln["after"] for ln in done), default=0)
+    if outcome["code"] is None or reached < steps:
+        return (
+            f"training stalled at global step {reached} of {steps} (waited {timeout:.0f} s): "
+            "synchronous training needs something to run in every worker's session"
+        )
+    # every worker's losses in global-step order: on a busy machine one worker can run most
+    # of the steps (either one's gradients fill an update): the chief's alone were 4 runs once
+    losses = [ln["loss"] for ln in sorted(done, key=lambda ln: ln["after"])]
+    if not sum(losses[-3:]) < 0.5 * sum(losses[:3]):
+        return "the loss did not fall: does train_op minimize the loss you return?"
+    return None
+
+
+@exercise("08.5")
+def sync_worker(build_sync_worker, steps: int = 30, timeout: float = 60.0):
+    """build_sync_worker(cluster, task, workers, x, y) -> (loss, train_op, hooks), run by
+    two worker processes and one ps on this machine."""
+    source, hint = learner_source(build_sync_worker, "build_sync_worker")
+    if hint:
+        return hint
+    outcome = _run_sync_cluster(source, build_sync_worker.__name__, steps, timeout)
+    return _judge_sync(outcome, steps, timeout)
+
+
+MUTATIONS: dict[str, list[tuple[str, str, str]]] = {}
+
+
+# Wrong answers derived from the solution (solutions/08_parameter_servers_estimator_era.ipynb),
+# one plausible mistake each: exercise -> [(name, text of the solution cell, what replaces it)].
+# tests/test_mutations.py applies each to the solution cell and expects "wrong".
+MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
+    "08.1": [
+        (
+            "no worker_device: compute on the default worker",
+            'cluster=cluster, worker_device=f"/job:worker/task:{task}"',
+            "cluster=cluster",
+        ),
+        ("worker 0 hard-coded", 'f"/job:worker/task:{task}"', '"/job:worker/task:0"'),
+        ("worker 1 hard-coded", 'f"/job:worker/task:{task}"', '"/job:worker/task:1"'),
+        (
+            "one ps task, not the cluster",
+            "cluster=cluster, worker_device=",
+            "ps_tasks=1, worker_device=",
+        ),
+        (
+            "the variables made before the device scope",
+            "    with v1.device(setter):\n"
+            '        x = v1.placeholder(tf.float32, [None, 10], name="x")\n'
+            '        w = v1.get_variable("w", [10, 5])\n'
+            '        b = v1.get_variable("b", [5])\n',
+            '    w = v1.get_variable("w", [10, 5])\n'
+            '    b = v1.get_variable("b", [5])\n'
+            "    with v1.device(setter):\n"
+            '        x = v1.placeholder(tf.float32, [None, 10], name="x")\n',
+        ),
+        (
+            "the output computed after the scope",
+            "        return tf.matmul(x, w) + b\n",
+            "    return tf.matmul(x, w) + b\n",
+        ),
+        (
+            "everything on the worker (its device, not the setter)",
+            "with v1.device(setter):",
+            'with v1.device(f"/job:worker/task:{task}"):',
+        ),
+        (
+            "the course's build_graph",
+            "        return tf.matmul(x, w) + b\n",
+            "        return between_graph.build_graph(cluster, task)['loss']\n",
+        ),
+    ],
+    "08.2": [
+        ("the chief's task", '"type": "evaluator", "index": 0', '"type": "chief", "index": 0'),
+        ("a worker's task", '"type": "evaluator", "index": 0', '"type": "worker", "index": 0'),
+        ("no evaluator in the cluster", '    "evaluator": ["localhost:2226"],\n', ""),
+        (
+            "three workers",
+            '"worker": ["localhost:2223", "localhost:2224"]',
+            '"worker": ["localhost:2223", "localhost:2224", "localhost:2227"]',
+        ),
+        ("two ps tasks", '"ps": ["localhost:2225"]', '"ps": ["localhost:2225", "localhost:2227"]'),
+        ("evaluator index 1", '"type": "evaluator", "index": 0', '"type": "evaluator", "index": 1'),
+        (
+            "the chief's port again",
+            '"evaluator": ["localhost:2226"]',
+            '"evaluator": ["localhost:2222"]',
+        ),
+    ],
+    "08.3": [
+        ("the own update included", "a - b - 1 for b, a", "a - b for b, a"),
+        ("the sign flipped", "a - b - 1 for b, a", "b - a + 1 for b, a"),
+        (
+            "the course's own WorkerLog(...).staleness",
+            "    return [a - b - 1 for b, a in zip(before, after, strict=True)]\n",
+            "    from tflearn_helpers.topics.between_graph_runs import WorkerLog\n\n"
+            "    return WorkerLog(0, before=before, after=after).staleness\n",
+        ),
+        (
+            "the example's answer, typed in",
+            "    return [a - b - 1 for b, a in zip(before, after, strict=True)]\n",
+            "    return [0, 2, 0]\n",
+        ),
+        (
+            "the gaps between reads",
+            "    return [a - b - 1 for b, a in zip(before, after, strict=True)]\n",
+            "    return [b2 - b1 - 1 for b1, b2 in zip(before, before[1:])]\n",
+        ),
+    ],
+    "08.4": [
+        (
+            "read from the course's placement table",
+            'answer = ["ps:0", "ps:1", "ps:2"][3 % 3]',
+            'answer = {v: d for v, _, d, _ in between_graph.placement(num_ps=3)}["logits/kernel"]',
+        ),
+        ("the global step forgotten", "[3 % 3]", "[2 % 3]"),
+        ("counted from one", "[3 % 3]", "[4 % 3]"),
+        ("a number, not a task", 'answer = ["ps:0", "ps:1", "ps:2"][3 % 3]', "answer = 3 % 3"),
+    ],
+    "08.5": [
+        (
+            "asynchronous: no SyncReplicasOptimizer",
+            "        opt = v1.train.SyncReplicasOptimizer(\n"
+            "            v1.train.GradientDescentOptimizer(0.1),\n"
+            "            replicas_to_aggregate=workers,\n"
+            "            total_num_replicas=workers,\n"
+            "        )\n"
+            "        train_op = opt.minimize(loss, global_step=step)\n"
+            "    return loss, train_op, [opt.make_session_run_hook(is_chief=task == 0)]\n",
+            "        opt = v1.train.GradientDescentOptimizer(0.1)\n"
+            "        train_op = opt.minimize(loss, global_step=step)\n"
+            "    return loss, train_op, []\n",
+        ),
+        ("one gradient per update", "replicas_to_aggregate=workers,", "replicas_to_aggregate=1,"),
+        ("no device setter", "    with v1.device(setter):\n", "    if True:\n"),
+        (
+            "no global step",
+            "        step = v1.train.get_or_create_global_step()\n",
+            "        step = None\n",
+        ),
+    ],
+}

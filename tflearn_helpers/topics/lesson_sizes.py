@@ -1,0 +1,229 @@
+"""Each lesson's sizes, and the peak bytes per device the memory model predicts for them.
+
+The ``gpu`` profile runs wherever a GPU is found (Colab, Kaggle, a cloud box), so its
+sizes are chosen from the memory model (``memory.py``, taught in lesson 00); ``doctor``
+checks every lesson's predicted peak against the GPUs learners have. When one GPU is split
+into a lesson's logical GPUs, each gets the lesson's ``gpu_memory_mb`` and together they
+leave 10 % of the card to CUDA and cuDNN (``doctor.CARD_SHARE``).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..runtime import validate
+from ..runtime.devices import DEFAULT_GPU_MEMORY_MB
+from . import memory, models
+
+__all__ = [
+    "BN_PER_REPLICA_BATCH",
+    "FRACTION",
+    "LESSONS",
+    "Lesson",
+    "MICRO_BATCHES",
+    "PER_REPLICA_BATCH",
+    "PIPELINE_BATCH",
+    "PIPELINE_IMAGE",
+    "PROBE_BATCH",
+    "RESNET_IMAGE",
+    "STRONG_GLOBAL_BATCH",
+    "TRANSFORMER_SHAPE",
+    "by_number",
+    "mlp",
+    "pipeline_cuts",
+    "pipeline_stages",
+    "planner_case",
+    "resnet50",
+]
+
+_BLOCK_END = re.compile(r"^conv\d+_block\d+_out$")
+FRACTION = 0.7  # of a device's memory a lesson may plan to use at its peak
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """A lesson's device request and its predicted peak bytes per device, by profile."""
+
+    number: str
+    devices: int | None  # what its setup cell asks for
+    gpu_memory_mb: int  # per logical GPU when one GPU is split
+    setting: str  # the one setting to change when it does not fit
+    peaks: Callable[[str, int], list[int]]  # (profile, devices) -> bytes per device
+
+
+# The gpu-profile sizes: the largest that fit a T4's logical GPUs (tests/test_doctor.py checks).
+RESNET_IMAGE = {"smoke": 32, "cpu": 32, "gpu": 224}  # lesson 02
+PER_REPLICA_BATCH = {"smoke": 16, "cpu": 16, "gpu": 32}  # lesson 02: global = this x N
+BN_PER_REPLICA_BATCH = {"smoke": 16, "cpu": 16, "gpu": 8}  # lesson 02's BatchNorm comparison
+# lesson 02's strong scaling: one device trains this whole global batch (smoke: a small net)
+STRONG_GLOBAL_BATCH = {"smoke": 128, "cpu": 32, "gpu": 32}
+PIPELINE_IMAGE = {"smoke": 32, "cpu": 64, "gpu": 224}  # lesson 03
+PIPELINE_BATCH = {"smoke": 8, "cpu": 32, "gpu": 16}  # lesson 03
+MICRO_BATCHES = (1, 2, 4, 8)
+TRANSFORMER_SHAPE = {  # lesson 06: the Transformer whose peak it measures
+    "smoke": dict(vocab=256, seq=128, width=64, heads=4, blocks=2),
+    "cpu": dict(vocab=512, seq=256, width=128, heads=4, blocks=4),
+    "gpu": dict(vocab=512, seq=256, width=128, heads=4, blocks=4),
+}
+PROBE_BATCH = 8  # lesson 06's batch for that measurement
+
+
+@functools.cache
+def resnet50(image: int, policy: str = "float32") -> memory.ModelMemory:
+    """The memory profile of ResNet-50 (``models.resnet``) at ``image`` pixels, 10 classes."""
+    import keras
+
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        return memory.profile(models.resnet(models.RESNET50_BLOCKS, (image, image, 3), 10))
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+
+
+@functools.cache
+def mlp(features: int, hidden: int, outputs: int) -> memory.ModelMemory:
+    """The memory profile of ``models.mlp`` (lessons 01, 04, 08-09)."""
+    return memory.profile(models.mlp(features, hidden, outputs))
+
+
+def pipeline_cuts(mem: memory.ModelMemory, stages: int) -> list[str]:
+    """Block-boundary cuts balancing parameters: the heaviest first stage any balance of
+    ResNet-50 makes (early blocks have few parameters and most activations)."""
+    from .model_parallel import balance
+
+    names = [layer.name for layer in mem.layers if _BLOCK_END.match(layer.name)]
+    segments = mem.split(names)
+    last = balance([s.parameter_bytes for s in segments], stages)
+    return [names[i] for i in last]
+
+
+def pipeline_stages(
+    mem: memory.ModelMemory,
+    stages: int,
+    batch: int,
+    micro_batches: int = 8,
+    schedule: str = "gpipe",
+    optimizer: str = "momentum",
+) -> tuple[list[str], list[memory.Footprint]]:
+    """The cuts ``pipeline_cuts`` makes (none for one stage) and each stage's Footprint under
+    ``schedule`` (``memory.pipeline``): lesson 03's split, as lesson 06's planner asks for it."""
+    validate.counts(stages=stages)
+    cuts = pipeline_cuts(mem, stages) if stages > 1 else []
+    return cuts, memory.pipeline(mem, cuts, batch, micro_batches, schedule, optimizer)
+
+
+def _lesson00(profile: str, n: int) -> list[int]:
+    side = {"smoke": 1024, "cpu": 1536, "gpu": 4096}[profile]
+    return [3 * side * side * 4] * n  # x, x + i and their product on every device
+
+
+def _lesson08(profile: str, n: int) -> list[int]:
+    prints = memory.parameter_server(mlp(784, 128, 10), 1, 32, "sgd")
+    return [p.total for p in prints.values()]
+
+
+def _lesson09(profile: str, n: int) -> list[int]:
+    prints = memory.parameter_server(mlp(8, 32, 1), 2, 64, "sgd")
+    return [p.total for p in prints.values()]
+
+
+def _lesson01(profile: str, n: int) -> list[int]:
+    gradient = resnet50(32).trainable_bytes  # the all-reduce of a ResNet-50-sized gradient
+    replica = memory.mirrored(mlp(20, 128, 10), 32 * n, n, "sgd")
+    return [replica.total + 3 * gradient] * n  # input, output and one packed buffer
+
+
+def _lesson02(profile: str, n: int) -> list[int]:
+    """The worst of lesson 02's steps on its first device, with every model it keeps."""
+    mem, per_replica = resnet50(RESNET_IMAGE[profile]), PER_REPLICA_BATCH[profile]
+    steps = [
+        memory.mirrored(mem, per_replica * n, n, "adam"),  # section 3: training
+        memory.one_device(mem, BN_PER_REPLICA_BATCH[profile] * n, "sgd"),  # 4: 1-device grads
+        memory.one_device(mem, STRONG_GLOBAL_BATCH[profile], "momentum"),  # 7: strong, 1 device
+        memory.mirrored(mem, per_replica * n, n, "momentum"),  # 7: weak scaling, N devices
+    ]
+    # section 5's mixed-precision net (8x8 inputs, three convolutions) needs a few KiB: left out
+    # alive meanwhile: section 3's ResNet and Adam's two slots, section 4's three copies
+    kept = 6 * mem.parameter_bytes
+    return [kept + max(step.total for step in steps)] * n
+
+
+def _lesson03(profile: str, n: int) -> list[int]:
+    mem, batch = resnet50(PIPELINE_IMAGE[profile]), PIPELINE_BATCH[profile]
+    worst = [0] * n
+    for k in sorted({2, min(4, n)}):
+        for m, schedule in itertools.product(MICRO_BATCHES, memory.SCHEDULES):
+            for i, stage in enumerate(pipeline_stages(mem, k, batch, m, schedule)[1]):
+                worst[i] = max(worst[i], stage.total)
+    return worst
+
+
+def _lesson04(profile: str, n: int) -> list[int]:
+    return [memory.mirrored(mlp(20, 64, 10), 64, 2, "sgd").total] * n
+
+
+def _lesson06(profile: str, n: int) -> list[int]:
+    """One training step of the measured Transformer (section 1), were it run on a device."""
+    shape = memory.TransformerShape(**TRANSFORMER_SHAPE[profile])
+    return [memory.transformer(shape, PROBE_BATCH, "adam").total] * n
+
+
+LESSONS = (
+    Lesson("00", 4, DEFAULT_GPU_MEMORY_MB, "the matrix size n", _lesson00),
+    Lesson("01", 4, DEFAULT_GPU_MEMORY_MB, "PER_REPLICA_BATCH", _lesson01),
+    Lesson("02", 2, 6_912, "the per-replica batch (GLOBAL_BATCH = it x N)", _lesson02),
+    Lesson("03", 4, 3_328, "BATCH", _lesson03),
+    Lesson("04", 2, DEFAULT_GPU_MEMORY_MB, "the global batch", _lesson04),
+    Lesson("06", 2, DEFAULT_GPU_MEMORY_MB, "SHAPE and PROBE_BATCH", _lesson06),
+    Lesson("08", 2, DEFAULT_GPU_MEMORY_MB, "BATCH", _lesson08),
+    Lesson("09", None, DEFAULT_GPU_MEMORY_MB, "the batch size", _lesson09),
+)
+
+
+@dataclass(frozen=True)
+class PlannerCase:
+    """A step lesson 02 or 03 predicts at its gpu profile, for lesson 06's planner to match."""
+
+    lesson: str
+    layout: str  # the planner's name for it
+    model: object  # Keras' ResNet-50, built (for its layers), never trained
+    memory: memory.ModelMemory
+    batch: int  # global batch of one step
+    optimizer: str
+    limit: int  # bytes of the logical GPU the lesson carves from a T4
+    predicted: memory.Footprint  # the lesson's prediction for its busiest device
+    devices: int = 2
+    fraction: float = FRACTION  # of ``limit`` the course plans to use
+
+
+@functools.cache
+def _keras_resnet50(image: int):
+    import keras
+
+    return keras.applications.ResNet50(weights=None, input_shape=(image, image, 3), classes=10)
+
+
+@functools.cache
+def planner_case(number: str) -> PlannerCase:
+    """Lesson 02's data-parallel step (2 replicas, Adam) or lesson 03's two-stage GPipe step
+    (8 micro-batches, momentum SGD), on Keras' ResNet-50 at the gpu profile's sizes."""
+    if number not in ("02", "03"):
+        raise ValueError(f"the planner's cases are lessons '02' and '03', got {number!r}")
+    model = _keras_resnet50((RESNET_IMAGE if number == "02" else PIPELINE_IMAGE)["gpu"])
+    mem, limit = memory.profile(model), by_number(number).gpu_memory_mb * memory.MiB
+    if number == "02":
+        batch = 2 * PER_REPLICA_BATCH["gpu"]
+        need = memory.mirrored(mem, batch, 2, "adam")
+        return PlannerCase("02", "dp2 zero0 tp1 pp1", model, mem, batch, "adam", limit, need)
+    batch = PIPELINE_BATCH["gpu"]
+    need = max(pipeline_stages(mem, 2, batch)[1], key=lambda f: f.total)
+    return PlannerCase("03", "dp1 zero0 tp1 pp2", model, mem, batch, "momentum", limit, need)
+
+
+def by_number(number: str) -> Lesson:
+    """The :data:`LESSONS` entry of lesson ``number`` ("02")."""
+    return next(item for item in LESSONS if item.number == number)
