@@ -70,8 +70,14 @@ def port_is_listening(address: str, timeout: float = 0.2) -> bool:
 def start_server(cluster: dict[str, list[str]], job: str, index: int):
     """A started ``tf.distribute.Server`` for task ``job:index`` of ``cluster``.
 
-    Workers get ``inter_op_parallelism_threads = workers + 1``: with 1 thread a worker can
-    block on a remote value while holding its only thread (lesson 09 shows the deadlock).
+    Every server gets ``inter_op_parallelism_threads = workers + 1``. Servers started in one
+    process (``in_process_servers``) share one inter-op pool (``ComputePool``, a static in
+    tensorflow/core/common_runtime/process_util.cc: the first server sizes it) with each other
+    and with a coordinator there: with one thread, a step holds it while it waits for a value
+    another server must produce on the same pool, and never finishes. The same one-thread
+    servers in separate processes ran the step (lesson 09, section 7, shows both).
+    ``workers + 1`` follows TensorFlow's parameter-server tutorial; TensorFlow's own default
+    (one thread per core) can be fewer.
     """
     import tensorflow as tf
 
