@@ -339,3 +339,33 @@ def test_a_daemon_that_dies_at_start_is_quoted_and_cleaned_up():
     assert "NoSuchSetting" in str(caught.value)  # its log's last lines, quoted
     assert time.monotonic() - began < 20
     _nothing_left(c.folder, str(c.conf), c.ports, timeout=5)
+
+
+@needs_slurm
+def test_a_job_of_the_urgent_partition_preempts_one_of_debug(tmp_path):
+    """preemption_grace: two partitions over the same nodes; an urgent job takes the nodes,
+    the debug job's tasks get SIGTERM, and one still running after the grace time is
+    SIGKILLed and requeued by Slurm itself (a job that exits within it is not requeued)."""
+    out = tmp_path / "low.out"
+    task = "trap 'echo TERM $SLURM_PROCID' TERM; while true; do sleep 0.2; done"  # ignores it
+    with slurm.LocalSlurm(nodes=2, preemption_grace=2) as c:
+        assert c.partitions == ["debug", "urgent"]
+        assert "PreemptMode=REQUEUE" in c.conf.read_text()
+        wrap = f"srun sh -c {task!r}"
+        low = c.run(["sbatch", "--parsable", "-N2", "--requeue", f"--output={out}",
+                     "--open-mode=append", "--wrap", wrap]).stdout.strip()  # fmt: skip
+        processes.wait_until(lambda: c.job_state(low) == "RUNNING", 30, "the debug job to run")
+        time.sleep(1)  # its tasks have installed their trap
+        urgent = c.run(["sbatch", "--parsable", "-N2", "--partition=urgent", "--output=/dev/null",
+                        "--wrap", "srun true"]).stdout.strip()  # fmt: skip
+        assert c.wait_job(urgent, timeout=60) == "COMPLETED"
+        shown = c.run(["scontrol", "show", "job", low]).stdout
+        assert "Restarts=1" in shown and "Partition=debug" in shown, shown
+        lines = out.read_text().splitlines()
+        assert "TERM 0" in lines, lines  # the tasks heard it (a killed step may lose a line)
+        c.run(["scancel", low])
+
+
+def test_a_grace_time_is_a_whole_number_of_seconds():
+    with pytest.raises(ValueError, match="preemption_grace must be"):
+        slurm.LocalSlurm(nodes=1, preemption_grace=-1)

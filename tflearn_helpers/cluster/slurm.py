@@ -110,13 +110,19 @@ class LocalSlurm:
     ``cpus_per_node`` defaults to this machine's cores divided among the nodes (at least
     one each; more nodes than cores is an error). ``port`` (controller) and ``node_ports``
     default to free ports. ``network``: "auto", "private" or "loopback" (see the module).
+    ``preemption_grace`` (seconds; None: no preemption) gives the cluster two partitions
+    over the same nodes, ``debug`` (the default) and ``urgent`` (a higher ``PriorityTier``),
+    with ``PreemptType=preempt/partition_prio`` and ``PreemptMode=REQUEUE``: a job submitted
+    to ``urgent`` preempts the jobs of ``debug`` it needs the nodes of. Their tasks get SIGCONT
+    and SIGTERM, and SIGKILL after ``GraceTime``; a job still running then is requeued.
     ``extra_config`` is appended to ``slurm.conf``. ``timeout`` bounds the start.
     Attributes once started: ``env``, ``conf``, ``folder``, ``node_names``, ``ports``,
     ``network`` (the one it got), ``addresses`` (node name -> address), ``start_seconds``.
     """
 
     def __init__(self, nodes=2, *, cpus_per_node=None, port=None, node_ports=None,
-                 network: str = "auto", extra_config: str = "", timeout: float = 30.0):  # fmt: skip
+                 network: str = "auto", preemption_grace: int | None = None,
+                 extra_config: str = "", timeout: float = 30.0):  # fmt: skip
         self.nodes = validate.whole_number("nodes", nodes, minimum=1)
         cores = _cores()
         if self.nodes > cores:
@@ -135,6 +141,12 @@ class LocalSlurm:
             )
         self.ports = _ports(self.nodes, port, node_ports)
         self.extra_config, self.timeout = extra_config, timeout
+        self.preemption_grace = (
+            None
+            if preemption_grace is None
+            else validate.whole_number("preemption_grace", preemption_grace, minimum=0)
+        )
+        self.partitions = ["debug"] if preemption_grace is None else ["debug", "urgent"]
         self.node_names = [f"node{k}" for k in range(1, self.nodes + 1)]
         self.daemons: dict[str, processes.Child] = {}
         self.folder: Path | None = None
@@ -219,8 +231,19 @@ class LocalSlurm:
             f"CPUs={self.cpus_per_node} State=UNKNOWN"
             for node, port in zip(self.node_names, self.ports[1:], strict=True)
         ]
-        lines.append("PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
+        lines += self._partitions()
         return "\n".join(lines) + "\n" + self.extra_config.strip() + "\n"
+
+    def _partitions(self) -> list[str]:
+        debug = "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+        if self.preemption_grace is None:
+            return [debug]
+        return [
+            "PreemptType=preempt/partition_prio", "PreemptMode=REQUEUE",
+            f"{debug} PriorityTier=1 GraceTime={self.preemption_grace}",
+            "PartitionName=urgent Nodes=ALL MaxTime=INFINITE State=UP PriorityTier=2 "
+            "PreemptMode=OFF",
+        ]  # fmt: skip
 
     def _daemon(self, name: str, command: list[str], **options) -> processes.Child:
         child = processes.start(
