@@ -19,6 +19,7 @@ GOOD = """#!/bin/bash
 #SBATCH --requeue
 srun python worker.py "$@"
 #SBATCH --nodes=9
+if [ $? -eq 42 ]; then scontrol requeue "$SLURM_JOB_ID"; fi
 """
 
 
@@ -38,12 +39,19 @@ def test_sbatch_options_are_read_until_the_first_command():
         (GOOD.replace("#SBATCH --signal=USR1@60\n", ""), "warns the tasks"),
         (GOOD.replace("USR1@60", "B:USR1@60"), "batch shell only"),
         (GOOD.replace("USR1@60", "INT@60"), "INT@60"),
+        (GOOD.replace("USR1@60", "USR1@30"), "30 s before the time limit"),
         (GOOD.replace("#SBATCH --output=%x-%j.out\n", ""), "output file"),
         (42, "as a string"),
     ],
 )
 def test_a_wrong_script_gets_its_hint_before_any_job(script, hint):
     assert hint in batch_script(script, cluster=None)  # no cluster needed to say so
+
+
+def test_a_warning_without_a_lead_has_sbatchs_default_minute():
+    assert batch_script(GOOD.replace("USR1@60", "USR1").replace("#!", ""), None) == (
+        batch_script(GOOD.replace("#!", ""), None)  # the same hint: the shell line missing
+    )
 
 
 def test_a_task_that_is_not_a_readable_function_is_refused():
@@ -54,13 +62,18 @@ def test_a_task_that_is_not_a_readable_function_is_refused():
 def cluster():
     if slurm.missing_programs():
         pytest.skip(f"Slurm is not installed ({slurm.INSTALL_COMMAND})")
-    with slurm.LocalSlurm(nodes=2, extra_config="JobRequeue=0") as started:
+    with slurm.LocalSlurm(nodes=2, preemption_grace=10, extra_config="JobRequeue=0") as started:
         yield started
 
 
 def test_a_right_script_is_right_on_a_real_cluster(cluster):
     result = check("07.1", GOOD, cluster)
     assert result.ok, result.message
+
+
+def test_a_script_that_does_not_requeue_itself_is_wrong_on_a_real_cluster(cluster):
+    result = check("07.1", GOOD.replace("scontrol requeue", "echo"), cluster)
+    assert not result.ok and "nothing put it back in the queue" in result.message
 
 
 def test_a_task_that_resumes_is_right(cluster):

@@ -1,9 +1,12 @@
 """Checks for lesson 07's exercises (a Slurm job: the batch script, and a worker that resumes).
 
 Each check submits the learner's answer to the local Slurm cluster the notebook started
-(``cluster.slurm.LocalSlurm``), warns the job with ``scancel --signal=USR1``, requeues it with
-``scontrol requeue`` and reads what its tasks reported (``programs.events`` lines). Hints say
-what the job did, never the lines that are right.
+(``cluster.slurm.LocalSlurm`` with ``preemption_grace``), and lets the scheduler do the rest:
+a job submitted to the ``urgent`` partition preempts it (SIGTERM to its tasks), the job must
+requeue itself, and a task of 07.2 is killed hard (SIGKILL) between two checkpoints. Nothing is
+signalled or requeued by hand. The checks read what Slurm granted (``scontrol show job``) and
+what the tasks reported (``programs.events`` lines). Hints say what the job did, never the
+lines that are right.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ _ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
 _QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "-1"}  # the tasks: on the CPU
 
 # 07.1's stand-in for worker.py: no TensorFlow, so the check takes seconds. Each task reports
-# where it runs; on SIGUSR1 it reports the warning and exits 42, as the lesson's worker does.
+# where it runs; warned (USR1 or a preemption's TERM) it reports it and exits 42, as the
+# lesson's worker does. Requeued, it reports and exits 0 at once: the job should then end.
 # Its event lines go to a file of its own, not to stdout: the learner's script decides where
 # the job's output goes (and whether a requeue keeps the first run's).
 PROBE = """\
@@ -37,32 +41,41 @@ from tflearn_helpers.programs import events
 def record(kind, **fields):
     with open("events.log", "a") as f:
         f.write(events.line(kind, **fields) + "\\n")
-def warned(*_):
-    record("warned", task=int(os.environ["SLURM_PROCID"]))
+def warned(number, _):
+    record("warned", task=int(os.environ["SLURM_PROCID"]), signal=number)
     sys.exit(42)
 signal.signal(signal.SIGUSR1, warned)
+signal.signal(signal.SIGTERM, warned)
+restart = int(os.environ.get("SLURM_RESTART_COUNT", 0))
 record("task", task=int(os.environ["SLURM_PROCID"]), node=os.environ.get("SLURMD_NODENAME"),
-       restart=int(os.environ.get("SLURM_RESTART_COUNT", 0)))
-time.sleep(90)
+       restart=restart)
+time.sleep(90 if restart == 0 else 0)
 """
 
-# 07.2: the learner's run_task in a one-task job; SIGUSR1 sets the flag warned() reads, and
-# train_one_step is one step of a stand-in model: the step and the weights move, it is reported
-# on stdout, in job.out (TASK_SCRIPT: --open-mode=append keeps both runs).
+# 07.2: the learner's run_task in a one-task job; SIGUSR1 and SIGTERM set the flag warned()
+# reads, and train_one_step is one step of a stand-in model: the step and the weights move, it
+# is reported on stdout, in job.out (TASK_SCRIPT: --open-mode=append keeps every run). In the
+# second run the task is killed hard at step KILL_AT (SIGKILL: the out-of-memory killer, a
+# grace time that ran out), between two checkpoints.
 TASK_HARNESS = """\
-import signal, sys, threading, time
+import os, signal, sys, threading, time
 from pathlib import Path
 from tflearn_helpers.programs import events
 flag = threading.Event()
 signal.signal(signal.SIGUSR1, lambda *_: flag.set())
+signal.signal(signal.SIGTERM, lambda *_: flag.set())
 out, steps, save_every = Path(sys.argv[1]).resolve(), int(sys.argv[2]), int(sys.argv[3])
+kill_at = int(sys.argv[4])
+restart = int(os.environ.get("SLURM_RESTART_COUNT", 0))
 
 
 def train_one_step(step, weights):
     step.assign_add(1)
     weights.assign_add(float(step) / steps)
-    events.emit("step", step=int(step), total=float(weights))
-    time.sleep(0.2)
+    events.emit("step", step=int(step), total=float(weights), restart=restart)
+    if restart == 1 and int(step) == kill_at:
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(0.4 if restart == 0 else 0.1)  # the first run: room for the preemption
 
 
 {learner}
@@ -80,6 +93,11 @@ TASK_SCRIPT = """\
 #SBATCH --open-mode=append
 #SBATCH --requeue
 srun python harness.py "$@"
+status=$?
+if [ "$status" -ne 0 ] && [ "${SLURM_RESTART_COUNT:-0}" -lt 3 ]; then  # warned, or killed
+    scontrol requeue "$SLURM_JOB_ID"
+fi
+exit "$status"
 """
 
 
@@ -115,7 +133,7 @@ class _Job:
     """A folder holding a job's files, submitted to ``cluster`` from there; cancelled at exit."""
 
     def __init__(self, cluster, files: dict[str, str], args=()):
-        self.cluster, self.id = cluster, None
+        self.cluster, self.id, self.urgent = cluster, None, None
         self._tmp = tempfile.TemporaryDirectory(prefix="tflearn-check-07-")
         self.folder = Path(self._tmp.name)
         for name, text in files.items():
@@ -151,26 +169,23 @@ class _Job:
     def state(self) -> str:
         return self.cluster.job_state(self.id)
 
-    def warn(self) -> str | None:
-        """Warn every task as --signal would; None once the job has ended, else a hint."""
-        self.cluster.run(["scancel", "--signal=USR1", self.id])
-        if not self.wait_for(lambda: self.state() in _ENDED, 30):
-            return "your job was still running 30 s after the warning: did its tasks hear it?"
-        return None
+    def fields(self) -> dict[str, str]:
+        """What Slurm says of the job (``scontrol show job``): granted limits, restarts."""
+        shown = self.cluster.run(["scontrol", "--oneliner", "show", "job", self.id]).stdout
+        return dict(f.split("=", 1) for f in shown.split() if "=" in f)
 
-    def requeue(self) -> str | None:
-        """Put the ended job back in the queue; None, or why the scheduler refused."""
-        done = self.cluster.run(["scontrol", "requeue", self.id], check=False)
-        if done.returncode != 0:
-            return (
-                "after the warning, the scheduler refused to put your job back in the queue "
-                f"({done.stderr.strip()}): on this cluster, as on some, a job must ask for that"
-            )
-        return None
+    def preempt(self) -> None:
+        """Submit a job to the urgent partition, on every node: Slurm preempts this one (its
+        tasks get SIGTERM) as it would for a colleague's job of a higher priority tier."""
+        nodes = f"--nodes={len(self.cluster.node_names)}"
+        self.urgent = self.cluster.run(["sbatch", "--parsable", "--partition=urgent", nodes,
+            "--output=/dev/null", "--wrap=srun true"]).stdout.strip()  # fmt: skip
 
     def close(self) -> None:
+        for job in (self.id, self.urgent):
+            if job:
+                self.cluster.run(["scancel", job], check=False)
         if self.id:
-            self.cluster.run(["scancel", self.id], check=False)
             self.wait_for(lambda: self.state() in _ENDED, 30)
         self._tmp.cleanup()
 
@@ -190,8 +205,12 @@ def _script_problem(script) -> str | None:
         return (
             "your warning goes to the batch shell only: the tasks running worker.py never hear it"
         )
-    if not re.fullmatch(r"(R:)?(SIG)?USR1@\d+", signal_option):
+    warning = re.fullmatch(r"(R:)?(SIG)?USR1(@(\d+))?", signal_option)
+    if not warning:
         return f"the worker saves on SIGUSR1; your warning is {signal_option!r}"
+    lead = int(warning[4] or 60)  # sbatch's default lead: 60 s
+    if lead != 60:
+        return f"your warning comes {lead} s before the time limit; the exercise asks for a minute"
     if "output" not in options:
         return "name the job's output file, so that you find it (and its requeued run) again"
     return None
@@ -217,8 +236,30 @@ def _run_script(job: _Job) -> str | None:
         return f"sbatch refused your script: {refused}"
     if not job.wait_for(lambda: job.state() != "PENDING", 60):
         return f"your job did not start: {_job_end(job)}"
-    shown = job.cluster.run(["scontrol", "--oneliner", "show", "job", job.id]).stdout
-    asked = dict(f.split("=", 1) for f in shown.split() if "=" in f)
+    problem = _granted_problem(job.fields())
+    if problem:
+        return problem
+    started = job.wait_for(lambda: len(job.reported("events.log", "task")) >= 2, 60)
+    tasks = job.reported("events.log", "task")
+    nodes = sorted(t["node"] for t in tasks)
+    if not started or len(tasks) != 2 or len(set(nodes)) != 2:
+        return f"the job should run one task on each of two nodes; its tasks ran on {nodes}"
+    job.preempt()  # the tasks get SIGTERM, exit 42: the script must put the job back
+    restarted = lambda: [t for t in job.reported("events.log", "task") if t["restart"] == 1]  # noqa: E731
+    if not job.wait_for(lambda: len(restarted()) == 2 or job.state() in _ENDED):
+        return "your job was preempted and never ran again"
+    if len(restarted()) < 2:
+        return _not_requeued(job)
+    if not job.wait_for(lambda: job.state() in _ENDED, 60) or job.fields()["Restarts"] != "1":
+        return (
+            "after its requeued run finished (exit 0), your job was put back in the queue "
+            "again: requeue it only when the tasks ask for it (their exit code 42)"
+        )
+    return None
+
+
+def _granted_problem(asked: dict[str, str]) -> str | None:
+    """What Slurm granted the job (scontrol show job) against what the exercise asks."""
     if (asked.get("NumNodes"), asked.get("NumTasks")) != ("2", "2"):
         return (
             f"the job should run one task on each of two nodes; yours got "
@@ -226,63 +267,74 @@ def _run_script(job: _Job) -> str | None:
         )
     if asked.get("TimeLimit") == "UNLIMITED":
         return "your job has no time limit: the scheduler cannot warn it before an end it lacks"
-    started = job.wait_for(lambda: len(job.reported("events.log", "task")) >= 2, 60)
-    tasks = job.reported("events.log", "task")
-    nodes = sorted(t["node"] for t in tasks)
-    if not started or len(tasks) != 2 or len(set(nodes)) != 2:
-        return f"the job should run one task on each of two nodes; its tasks ran on {nodes}"
-    problem = job.warn() or job.requeue()
-    if problem:
-        return problem
-    if not job.wait_for(
-        lambda: sum(t["restart"] == 1 for t in job.reported("events.log", "task")) == 2
-    ):
-        return "the requeued job did not start its two tasks again"
+    if asked.get("TimeLimit") != "00:10:00":
+        return f"Slurm granted your job a time limit of {asked.get('TimeLimit')}, not ten minutes"
     return None
+
+
+def _not_requeued(job: _Job) -> str:
+    state, fields = job.state(), job.fields()
+    if fields.get("Requeue") == "0":
+        return (
+            f"preempted, your job ended {state} and was never run again: on this cluster, as "
+            "on some, the scheduler requeues a job only if the job allows it"
+        )
+    return (
+        f"preempted, its tasks saved and asked to be requeued (exit code 42), and your job "
+        f"ended {state}: nothing put it back in the queue. --requeue only makes a job eligible"
+    )
 
 
 @exercise("07.2")
 def resuming_task(run_task, cluster):
     """run_task(folder, steps, save_every, warned, train_one_step) in a one-task Slurm job:
-    warned and requeued, it must go on right after the step it saved, and end with the
-    result of an uninterrupted run."""
+    preempted, it must save and stop, and go on right after the step it saved; killed hard
+    (SIGKILL) between two checkpoints, it must go on after the last one; and it must end with
+    the result of an uninterrupted run."""
     source, hint = learner_source(run_task, "run_task")
     if hint:
         return hint
-    steps, save_every = 24, 10
+    steps, save_every, kill_at = 24, 10, 23  # killed after step 23: the last save was 20
     program = TASK_HARNESS.format(learner=source, name=run_task.__name__)
-    job = _Job(cluster, {"job.sh": TASK_SCRIPT, "harness.py": program}, [".", steps, save_every])
+    files = {"job.sh": TASK_SCRIPT, "harness.py": program}
+    job = _Job(cluster, files, [".", steps, save_every, kill_at])
     try:
-        return _run_resuming(job, steps, save_every)
+        return _run_resuming(job, steps, save_every, kill_at)
     finally:
         job.close()
 
 
-def _run_resuming(job: _Job, steps: int, save_every: int) -> str | None:
+def _run_resuming(job: _Job, steps: int, save_every: int, kill_at: int) -> str | None:
     refused = job.submit()
     if refused:
         return f"sbatch refused the job: {refused}"
+    run = lambda r: [s["step"] for s in job.reported("job.out", "step") if s["restart"] == r]  # noqa: E731
     warn_at = save_every + 1  # right after a checkpoint: the next is far off
-    steps_done = lambda: job.reported("job.out", "step")  # noqa: E731
-    if not job.wait_for(lambda: len(steps_done()) >= warn_at):
+    if not job.wait_for(lambda: len(run(0)) >= warn_at):
         return f"your task did not log step {warn_at}: {_job_end(job)}"
-    problem = job.warn()
-    first = [s["step"] for s in steps_done()]
-    if problem or first[-1] >= steps:
-        return "your task went on to the end after the warning: stop once it has saved"
-    problem = job.requeue()
+    job.preempt()  # SIGTERM: warned() becomes true
+    if not job.wait_for(lambda: run(1) or job.state() in _ENDED) or not run(1):
+        if run(0)[-1] >= steps:
+            return "your task went on to the end after the warning: stop once it has saved"
+        return f"after the preemption your task did not train again: {_job_end(job)}"
+    first = run(0)
+    problem = _resume_problem(first, run(1)[0])
     if problem:
         return problem
-    if not job.wait_for(lambda: len(steps_done()) > len(first)):
-        return f"after the requeue your task did not train: {_job_end(job)}"
-    problem = _resume_problem(first, steps_done()[len(first)]["step"])
-    if problem:
-        return problem
-    if not job.wait_for(lambda: job.state() in _ENDED) or len(job.reported("job.out", "end")) < 2:
-        return f"after the requeue your task did not finish: {_job_end(job)}"
-    second = [s["step"] for s in steps_done()][len(first) :]
-    if second != list(range(first[-1] + 1, steps + 1)):
-        return f"after the requeue your task should train steps {first[-1] + 1}..{steps}"
+    if not job.wait_for(lambda: run(2) or job.state() in _ENDED) or not run(2):
+        return f"killed hard at step {kill_at} and requeued, your task did not train again"
+    periodic = kill_at // save_every * save_every  # the last checkpoint before the kill
+    if run(2)[0] != periodic + 1:
+        return (
+            f"killed hard (SIGKILL) after step {kill_at}, your task resumed at step {run(2)[0]}: "
+            f"the last checkpoint it should have written by then was step {periodic}"
+        )
+    if not job.wait_for(lambda: job.state() in _ENDED) or job.state() != "COMPLETED":
+        return f"after the requeues your task did not finish: {_job_end(job)}"
+    if run(1) != list(range(first[-1] + 1, kill_at + 1)) or run(2) != list(
+        range(periodic + 1, steps + 1)
+    ):
+        return "after each requeue your task should train on from its checkpoint to the end"
     return _result_problem(job, steps)
 
 
@@ -315,6 +367,7 @@ def _job_end(job: _Job) -> str:
 
 
 _SCRIPT = "#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=1"
+_REQUEUE = 'if [ $? -eq 42 ]; then\n    scontrol requeue "$SLURM_JOB_ID"\nfi\n'
 MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
     "07.1": [
         ("no --requeue", "#SBATCH --requeue\n", ""),
@@ -325,6 +378,10 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ("one node", "#SBATCH --nodes=2\n", "#SBATCH --nodes=1\n"),
         ("no time limit", "#SBATCH --time=00:10:00\n", ""),
         ("no srun", "srun python worker.py", "python worker.py"),
+        ("the lead in minutes", "--signal=USR1@60", "--signal=USR1@1"),
+        ("a one-minute limit", "--time=00:10:00", "--time=00:01:00"),
+        ("no requeue by the script", _REQUEUE, ""),
+        ("a requeue after every exit", "if [ $? -eq 42 ]; then", "if true; then"),
     ],
     "07.2": [
         ("checkpoint written only at the end", "if step % save_every == 0 or stop:",
@@ -333,5 +390,8 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ("no save on the warning", "if step % save_every == 0 or stop:",
          "if step % save_every == 0:"),
         ("the warning ignored", "        if stop:\n            return\n", ""),
+        ("saved only when warned", "if step % save_every == 0 or stop:", "if stop:"),
+        ("the oldest checkpoint restored", "checkpoint.restore(manager.latest_checkpoint)",
+         "checkpoint.restore(manager.checkpoints[0] if manager.checkpoints else None)"),
     ],
 }  # fmt: skip
