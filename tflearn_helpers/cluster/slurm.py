@@ -32,6 +32,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -164,7 +165,7 @@ class LocalSlurm:
         if self.folder is not None:
             raise RuntimeError("this cluster has started already")
         began = time.perf_counter()
-        self.folder = processes.temporary_folder("tflearn-slurm-")
+        self.folder = Path(tempfile.mkdtemp(prefix="tflearn-slurm-", dir=_open_temp()))
         self.folder.chmod(0o755)  # munged wants its socket's folders open to all (x)
         self._watcher, self._pipe = slurm_isolation.watch_folder(self.folder)
         try:
@@ -357,6 +358,17 @@ class LocalSlurm:
     def __exit__(self, *exc) -> bool:
         self.close()
         return False
+
+
+def _open_temp() -> Path:
+    """Where the cluster's folder goes: munged refuses a socket below a folder that not every
+    user may enter, and a session's temp folder is private (runtime.scratch); so the system's
+    /tmp where it is the usual open one, else the temp folder. close() and the watcher remove
+    what is made there."""
+    system = Path("/tmp")
+    if system.is_dir() and system.stat().st_mode & 0o1777 == 0o1777:
+        return system
+    return Path(tempfile.gettempdir())
 
 
 def _host() -> str:
