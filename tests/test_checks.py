@@ -134,3 +134,22 @@ def test_cell_course_calls_names_what_the_asking_cell_uses():
     scope = {"check": checks.check, "ask": checks.cell_course_calls}
     exec(compile('answer = "ps:0"\ncheck\nfound = ask()', "<cell-test>", "exec"), scope)
     assert scope["found"] == []  # check() itself does not count
+
+
+def test_ready_runs_the_test_before_running_and_the_check_repeats_its_hint(
+    registry, monkeypatch, capsys
+):
+    monkeypatch.setattr(checks, "_BEFORE", {})
+    monkeypatch.setattr(checks, "_REFUSED", {})
+    checks.before_running("98.4")(lambda fn: None if fn(1) == 2 else "the launch would hang")
+    checks.exercise("98.4")(lambda fn, outcomes: None)
+    assert not checks.ready("98.4", lambda x: x)  # refused: the rest of the cell does not run
+    assert "the launch would hang" in capsys.readouterr().out
+    refused = checks.check("98.4", lambda x: x, None)  # its outcomes never came: still wrong
+    assert refused.status == checks.WRONG and "hang" in refused.message
+    assert checks.ready("98.4", written_fn)
+    assert checks.check("98.4", written_fn, [0]).ok
+    assert checks.check("98.4", written_fn, None).status == checks.NOT_ATTEMPTED
+    checks.before_running("98.5")(lambda fn: 1 / 0)
+    assert not checks.ready("98.5", written_fn)
+    assert "ZeroDivisionError" in capsys.readouterr().out

@@ -10,7 +10,10 @@ stub (``...``, ``None``, or a function whose body is only ``...``/``pass``/``ret
 is *not attempted*, never *wrong*; so is an answer checked with an earlier exercise's
 answer (``check("01.2", make_dataset, strategy)``) while that one is still a stub. A cell
 that needs the answer guards itself with
-``if ready("01.2", make_step): ...``.
+``if ready("01.2", make_step): ...``. A check may register a quick test of the answers that
+cell is about to run (``@before_running("NN.k")``, given what ``ready`` is given): when it
+finds a mistake, ``ready`` prints the hint and returns False, and the ``check`` after it says
+"wrong" with that hint (a launch that cannot work is never started: no hang, no traceback).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ __all__ = [
     "RIGHT",
     "WRONG",
     "attempted",
+    "before_running",
     "cell_course_calls",
     "check",
     "course_calls",
@@ -40,6 +44,8 @@ __all__ = [
 ]
 
 _REGISTRY: dict[str, object] = {}
+_BEFORE: dict[str, object] = {}  # exercise -> a quick test ``ready`` runs on the answers
+_REFUSED: dict[str, str] = {}  # exercise -> the hint its last ``ready`` printed
 
 RIGHT, WRONG, NOT_ATTEMPTED = "right", "wrong", "not attempted"
 _PACKAGE = Path(__file__).resolve().parents[1]  # the whole package, not only checks/
@@ -67,6 +73,19 @@ def exercise(exercise_id: str):
         if exercise_id in _REGISTRY:
             raise ValueError(f"exercise {exercise_id} is registered twice")
         _REGISTRY[exercise_id] = fn
+        return fn
+
+    return register
+
+
+def before_running(exercise_id: str):
+    """Register the decorated function as the test ``ready(exercise_id, *answers)`` runs
+    before the cell uses the answers: it returns None, or a hint (the cell then waits)."""
+
+    def register(fn):
+        if exercise_id in _BEFORE:
+            raise ValueError(f"exercise {exercise_id} has two tests before running")
+        _BEFORE[exercise_id] = fn
         return fn
 
     return register
@@ -189,10 +208,27 @@ def watching(*functions):
 
 
 def ready(exercise_id: str, *answers) -> bool:
-    """True when every answer is attempted; otherwise say the cell waits for them."""
-    if all(attempted(a) for a in answers):
+    """True when every answer is attempted and the exercise's test before running (if it has
+    one) finds no mistake in them; otherwise say why the cell does not run the rest."""
+    _REFUSED.pop(exercise_id, None)
+    if not all(attempted(a) for a in answers):
+        print(
+            f"[waiting] exercise {exercise_id}: this cell runs once you have written your answer."
+        )
+        return False
+    try:
+        _lookup(exercise_id)  # imports the lesson's checks, and with them their tests
+    except KeyError:
+        pass  # no check of that name: nothing to test before running
+    test = _BEFORE.get(exercise_id)
+    try:
+        hint = test(*answers) if test else None
+    except Exception as err:  # a learner's answer can fail in any way; say how
+        hint = f"trying your answer raised {type(err).__name__}: {err}"
+    if hint is None:
         return True
-    print(f"[waiting] exercise {exercise_id}: this cell runs once you have written your answer.")
+    _REFUSED[exercise_id] = str(hint)
+    print(CheckResult(exercise_id, WRONG, f"{hint} (this cell did not run the rest)"))
     return False
 
 
@@ -228,6 +264,8 @@ def _evaluate(exercise_id: str, answer, *extra) -> CheckResult:
     fn = _lookup(exercise_id)
     if not attempted(answer):
         return CheckResult(exercise_id, NOT_ATTEMPTED, "replace each `...` with your answer.")
+    if exercise_id in _REFUSED:  # ready() found a mistake: this cell's run was not made
+        return CheckResult(exercise_id, WRONG, _REFUSED[exercise_id])
     if any(_is_stub(a) for a in extra):  # it needs an earlier answer that is still a stub
         return CheckResult(
             exercise_id, NOT_ATTEMPTED, "waiting for an earlier exercise: finish that one first."
