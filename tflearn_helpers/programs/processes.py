@@ -15,9 +15,11 @@ that has imported TensorFlow already (:mod:`.fork_server`), seconds sooner than 
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -39,6 +41,8 @@ __all__ = [
 _LIVE: set[Child] = set()  # the one teardown registry (emptied by stop_all at exit)
 _FOLDERS: list[Path] = []  # made by temporary_folder: removed at exit
 TIMEOUT_HINT = "If the machine is busy, give it a longer timeout; otherwise read the log above."
+PEER_GRACE = 3.0  # s a task waits at start-up for a peer that no process runs before it stops
+_EVENT_TAG = "TFLEARN_EVENT "  # the events' line prefix (cluster.events imports this module)
 
 
 class ProcessExitedError(RuntimeError):
@@ -72,7 +76,15 @@ class Child:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.err_path = None if merge_stderr else self.log_path.with_suffix(".stderr.log")
         environment = _environment(env, unset)
+        self.task = _task_of(environment.get("TF_CONFIG"))  # (address, peers, name) or None
         check_namespaces(namespaces)
+        for earlier in list(_LIVE):  # a launch run again: its stuck copy of this task goes
+            if (
+                self.task
+                and earlier.command == self.command
+                and earlier.stuck_at_barrier(self.task)
+            ):
+                earlier.stop(grace=1.0)
         self.log_path.touch()  # both files exist once start() returns, forked or not
         if self.err_path:
             self.err_path.write_text("")
@@ -134,16 +146,64 @@ class Child:
             pass
 
     def wait(self, timeout: float) -> int:
-        """Wait for it to exit; its exit code. TimeoutError (with its log) if it does not."""
+        """Wait for it to exit; its exit code. TimeoutError (with its log) if it does not.
+
+        A task of a TF_CONFIG cluster whose last event is ``waiting`` (at the start-up barrier
+        every task must reach) while a peer of its cluster has no running process here and no
+        listening port, for ``PEER_GRACE`` s, can never go on: it is stopped, a ``stopped``
+        event saying which peer was missing is added to its log, and its exit code returned.
+        """
+        deadline, absent_since = time.monotonic() + timeout, None
         try:
-            return self.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise TimeoutError(
-                f"{self.name} still running after {timeout:.0f} s. {TIMEOUT_HINT}\n{self.tail()}"
-            ) from None
+            while True:
+                try:
+                    return self.process.wait(
+                        timeout=min(0.5, max(0.01, deadline - time.monotonic()))
+                    )
+                except subprocess.TimeoutExpired:
+                    pass
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(
+                        f"{self.name} still running after {timeout:.0f} s. {TIMEOUT_HINT}\n"
+                        f"{self.tail()}"
+                    ) from None
+                missing = self._missing_peer()
+                absent_since = (absent_since or time.monotonic()) if missing else None
+                if missing and time.monotonic() - absent_since >= PEER_GRACE:
+                    return self._stop_waiting_for(missing)
         finally:
             if not self.running():
                 _LIVE.discard(self)
+
+    def stuck_at_barrier(self, same_task=None) -> bool:
+        """Running, its last event ``waiting``, and a peer of its cluster nowhere running
+        (only for the task ``same_task`` names, when given)."""
+        if not self.task or (same_task and same_task[2] != self.task[2]):
+            return False
+        return self.running() and self._missing_peer() is not None
+
+    def _missing_peer(self) -> str | None:
+        """The name of a peer this task waits for at start-up that nothing runs, or None."""
+        if not self.task or _last_event_kind(self.output()) != "waiting":
+            return None
+        _, peers, _ = self.task
+        running = {c.task[0] for c in _LIVE if c is not self and c.task and c.running()}
+        for name, address in peers.items():
+            if address not in running and not _listening(address):
+                return name
+        return None
+
+    def _stop_waiting_for(self, peer: str) -> int:
+        code = self.stop(grace=1.0)
+        me = self.task[2]
+        note = {"kind": "stopped", "task": me, "missing": peer, "reason": "barrier"}
+        with open(self.log_path, "a") as log:
+            log.write(
+                f"\n[stopped] {me} waited at the start-up barrier of its cluster for {peer}, "
+                "which no process was running: every task must be started before any is "
+                f"waited for.\n{_EVENT_TAG}{json.dumps(note)}\n"
+            )
+        return code
 
     def stop(self, grace: float = 3.0) -> int:
         """SIGTERM its group, SIGKILL after ``grace`` s; reap it and return its exit code."""
@@ -232,6 +292,40 @@ def stop_all(grace: float = 2.0) -> None:
     for child in list(_LIVE):
         child.stop(grace=grace)
     fork_server.stop_all()
+
+
+def _task_of(tf_config: str | None):
+    """(own address, {peer name: address}, own name) of a TF_CONFIG's task, or None."""
+    try:
+        config = json.loads(tf_config or "")
+        cluster, task = config["cluster"], config["task"]
+        me = (task["type"], int(task.get("index", 0)))
+        tasks = {(job, i): a for job, addresses in cluster.items() for i, a in enumerate(addresses)}
+        own = tasks.pop(me)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+    peers = {f"{job} {i}": a for (job, i), a in tasks.items() if job != "evaluator"}
+    return own, peers, f"{me[0]} {me[1]}"
+
+
+def _last_event_kind(text: str) -> str | None:
+    for line in reversed(text.splitlines()):
+        if line.startswith(_EVENT_TAG):
+            try:
+                return json.loads(line[len(_EVENT_TAG) :]).get("kind")
+            except (ValueError, AttributeError):
+                return None
+    return None
+
+
+def _listening(address: str) -> bool:
+    host, _, port = address.rpartition(":")
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        try:
+            return s.connect_ex((host, int(port))) == 0
+        except (OSError, ValueError):
+            return False
 
 
 def _environment(extra: dict | None, unset) -> dict[str, str]:
