@@ -4,10 +4,11 @@ tests/test_mutations.py in a fresh process (TensorFlow's devices are set up once
     python tests/mutation_runner.py NN OUT.json
 
 For each code cell that calls ``check("NN.k", ...)``, first every mutation of
-``checks/lessonNN.MUTATIONS["NN.k"]`` (the cell's text with one mistake put in) runs
-in a copy of the notebook's namespace, then the cell as the solution wrote it, which the
-cells after it build on. Then the exercise notebook's version of every cell (the stubs,
-unfilled) runs in a namespace of its own, and each solution cell runs once in a copy of it:
+``checks/lessonNN.MUTATIONS["NN.k"]`` (the cell's text with one mistake put in) and
+every entry of ``RIGHT_ANSWERS["NN.k"]`` (the cell's answer written another way the exercise's
+text allows) runs in a copy of the notebook's namespace, then the cell as the solution wrote
+it, which the cells after it build on. Then the exercise notebook's version of every cell (the
+stubs, unfilled) runs in a namespace of its own, and each solution cell runs once in a copy of it:
 an answer written while the earlier ones are not. Each run records the check's verdict and
 what the cells printed. Lines ending ``# SOLUTION ONLY`` are left out, as in the exercises.
 Outside IPython, ``display`` prints and ``%%writefile`` writes its file (``NotebookShell``).
@@ -152,15 +153,20 @@ def run_mutations(exercise_id: str, source: str, table, namespace: dict) -> dict
 
 
 def main(lesson: str, out_path: str) -> None:
-    table = importlib.import_module(f"tflearn_helpers.checks.lesson{lesson}").MUTATIONS
+    module = importlib.import_module(f"tflearn_helpers.checks.lesson{lesson}")
+    table, rights = module.MUTATIONS, getattr(module, "RIGHT_ANSWERS", {})
     cells = solution_cells(lesson)
-    report = {"solution": {}, "mutations": {}, "outputs": [], "unfilled": {}, "filled_alone": {}}
+    report = {"solution": {}, "mutations": {}, "right_answers": {}, "outputs": [], "unfilled": {}}
+    report["filled_alone"] = {}
     namespace: dict = {}
     for source in cells:
         exercise_id = checked_id(source)
         if exercise_id:
             report["mutations"][exercise_id] = run_mutations(
                 exercise_id, source, table.get(exercise_id, []), namespace
+            )
+            report["right_answers"][exercise_id] = run_mutations(
+                exercise_id, source, rights.get(exercise_id, []), namespace
             )
         run = run_cell(without_solution_only(source), namespace)
         report["outputs"].append({"exercise": exercise_id, **run})

@@ -129,3 +129,31 @@ def test_wrong_distributed_answers_get_hints():
     """)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ok" in done.stdout
+
+
+def test_a_strategy_that_cannot_all_reduce_a_float_and_an_unbatched_dataset_get_hints():
+    """Issue 47: 01.1 accepted NCCL on CPUs (01.3 then blamed strategy.scope()); 01.2 without
+    .batch said 'checking your answer raised IndexError'."""
+    done = run_python("""
+        from tflearn_helpers import setup_course
+        course = setup_course(devices=2, scale="smoke", verbose=False)
+        import tensorflow as tf
+        from tflearn_helpers.checks import _evaluate
+        nccl = tf.distribute.MirroredStrategy(
+            course.devices, cross_device_ops=tf.distribute.NcclAllReduce())
+        said = _evaluate("01.1", nccl, course.devices)
+        assert said.status == "wrong" and "cannot sum" in said.message, said
+        one = tf.distribute.MirroredStrategy(
+            course.devices, cross_device_ops=tf.distribute.ReductionToOneDevice())
+        assert _evaluate("01.1", one, course.devices).ok
+
+        def unbatched(s, x, y, b):
+            return s.experimental_distribute_dataset(tf.data.Dataset.from_tensor_slices((x, y)))
+
+        said = _evaluate("01.2", unbatched, one)
+        assert said.status == "wrong" and "batches" in said.message, said
+        assert "checking your answer raised" not in said.message
+        print("ok")
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ok" in done.stdout

@@ -1,11 +1,13 @@
-"""Each check against the wrong answers derived from its solution (its mutation table).
+"""Each check against the wrong answers derived from its solution (its mutation table), and
+against right answers written differently from the solution (its right-answer table).
 
 ``checks/lessonNN.MUTATIONS`` lists, per exercise, plausible mistakes as edits of
 the solution notebook's cell. tests/mutation_runner.py runs the lesson's solution cells in a
 fresh process, each mutated cell beside the right one; these tests read what it recorded:
 every mutation is answered "wrong" with a hint that does not give the answer away, every
 solution "right", the unfilled exercises "not attempted", and no cell shows a question's
-answer above it.
+answer above it. ``RIGHT_ANSWERS`` lists, per exercise, other ways of writing the answer that
+the exercise's text allows (a learner's defaults, guards, other allowed sizes): each is "right".
 """
 
 from __future__ import annotations
@@ -48,12 +50,20 @@ TABLES = {
     "08": lesson08.MUTATIONS,
     "09": lesson09.MUTATIONS,
 }
+# lessons whose checks have a right-answer table (RIGHT_ANSWERS, at least 2 per check)
+RIGHT_TABLES = {"01": lesson01.RIGHT_ANSWERS}
 RUNNER = Path(__file__).with_name("mutation_runner.py")
 CASES = [
     pytest.param(exercise_id, name, id=f"{exercise_id}: {name}")
     for table in TABLES.values()
     for exercise_id, mutations in table.items()
     for name, _, _ in mutations
+]
+RIGHT_CASES = [
+    pytest.param(exercise_id, name, id=f"{exercise_id}: {name}")
+    for table in RIGHT_TABLES.values()
+    for exercise_id, answers in table.items()
+    for name, _, _ in answers
 ]
 # What a hint or a printed output must never contain, beyond the solution's own lines: the
 # calls that are the answer, and (for the quick questions) the fact the question asks for.
@@ -163,6 +173,27 @@ def test_every_check_has_a_mutation_table_that_applies(lesson):
         assert len(set(names)) == len(names), exercise_id
         for name, old, new in mutations:
             assert mutate(_cell(exercise_id), old, new) != _cell(exercise_id), name
+
+
+@pytest.mark.parametrize("lesson", sorted(RIGHT_TABLES))
+def test_every_check_has_a_right_answer_table_that_applies(lesson):
+    table = RIGHT_TABLES[lesson]
+    assert set(table) == set(TABLES[lesson])
+    wrong = {(old, new) for mutations in TABLES[lesson].values() for _, old, new in mutations}
+    for exercise_id, answers in table.items():
+        assert len(answers) >= 2, exercise_id
+        names = [name for name, _, _ in answers]
+        assert len(set(names)) == len(names), exercise_id
+        for name, old, new in answers:
+            assert mutate(_cell(exercise_id), old, new) != _cell(exercise_id), name
+            assert (old, new) not in wrong, name  # one edit cannot be both right and wrong
+
+
+@pytest.mark.parametrize(("exercise_id", "name"), RIGHT_CASES)
+def test_right_answer_written_differently_is_answered_right(lesson_run, exercise_id, name):
+    run = lesson_run(exercise_id.split(".")[0])["right_answers"][exercise_id][name]
+    assert run["error"] is None, run["error"]
+    assert run["status"] == RIGHT, run
 
 
 @pytest.mark.parametrize(("exercise_id", "name"), CASES)
