@@ -198,3 +198,46 @@ def test_04_5_reads_the_runs_for_where_the_restart_resumed():
     assert "did not repeat" in _verdict(resumed=drifted).message
     assert "exit code 0" in _verdict(killed=not_killed).message
     assert "(exit code, output)" in _verdict(resumed=RESUMED[:1]).message
+
+
+def test_04_5_counts_the_checkpoints_the_chiefs_manager_keeps():
+    import os
+
+    import tensorflow as tf
+
+    def five_kept(checkpoint, directory, task_type, task_id):
+        folder = directory if task_id == 0 else os.path.join(directory, f"scratch-{task_id}")
+        return tf.train.CheckpointManager(checkpoint, folder, max_to_keep=5)
+
+    said = _verdict(manager=five_kept)
+    assert said.status == WRONG and "kept 3 of 3" in said.message
+
+
+def _tf_config_of(cluster):
+    def tf_config(index):
+        return {"cluster": cluster, "task": {"type": "worker", "index": index}}
+
+    return tf_config
+
+
+def test_04_4_refuses_a_launch_that_would_wait_for_a_missing_task_before_it_starts(capsys):
+    from tflearn_helpers import checks
+
+    two = {"worker": ["localhost:2001", "localhost:2002"]}
+    three = {"worker": [*two["worker"], "localhost:2003"]}
+    assert checks.ready("04.4", _tf_config_of(two))
+    assert not checks.ready("04.4", _tf_config_of(three))  # worker 2 would never start
+    assert "3 tasks" in capsys.readouterr().out
+    said = _evaluate("04.4", _tf_config_of(three), None)  # the cell launched nothing
+    assert said.status == WRONG and "3 tasks" in said.message
+    chief = {"cluster": two, "task": {"type": "chief", "index": 0}}
+    assert not checks.ready("04.4", lambda index: chief)
+    assert "not a job of the cluster" in _evaluate("04.4", lambda index: chief, None).message
+    assert checks.ready("04.4", _tf_config_of(two))  # fixed: the cell runs again
+
+
+def test_04_4_names_the_barrier_when_a_worker_was_stopped_waiting_for_its_peer():
+    stopped = 'TFLEARN_EVENT {"kind": "stopped", "missing": "worker 1", "task": "worker 0"}'
+    two = {"worker": ["localhost:2001", "localhost:2002"]}
+    said = _evaluate("04.4", _tf_config_of(two), [(-15, stopped), (0, "")])
+    assert said.status == WRONG and "barrier" in said.message and "worker 1" in said.message
