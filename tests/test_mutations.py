@@ -51,7 +51,11 @@ TABLES = {
     "09": lesson09.MUTATIONS,
 }
 # lessons whose checks have a right-answer table (RIGHT_ANSWERS, at least 2 per check)
-RIGHT_TABLES = {"01": lesson01.RIGHT_ANSWERS, "04": lesson04.RIGHT_ANSWERS}
+RIGHT_TABLES = {
+    "00": lesson00.RIGHT_ANSWERS,
+    "01": lesson01.RIGHT_ANSWERS,
+    "04": lesson04.RIGHT_ANSWERS,
+}
 RUNNER = Path(__file__).with_name("mutation_runner.py")
 CASES = [
     pytest.param(exercise_id, name, id=f"{exercise_id}: {name}")

@@ -16,7 +16,7 @@ from ..runtime import validate
 from ..topics.placement import PLUMBING_OPS, parse_placement_log, short_device, variable_devices
 from . import exercise, learner_source
 
-__all__ = ["MUTATIONS", "configure_fresh_process"]
+__all__ = ["MUTATIONS", "RIGHT_ANSWERS", "configure_fresh_process"]
 
 
 def _compute_devices() -> list[str]:
@@ -374,3 +374,57 @@ MUTATIONS["00.5"] = [
         '    cpu = tf.config.list_physical_devices("CPU")[0]',
     ),
 ]
+
+_COUNT = "return len(tf.config.list_logical_devices(course.plan.kind))"
+_CONFIGURATION = (
+    "tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * n)"
+)
+# Right answers written differently from the solution, as the exercise's text allows:
+# exercise -> [(name, text of the solution cell, what replaces it)]; tests/test_mutations.py
+# applies each to solutions/00_*.ipynb and expects "right".
+RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
+    "00.1": [
+        (
+            "every logical device, filtered by type",
+            _COUNT,
+            "devices = tf.config.list_logical_devices()\n"
+            "    return sum(1 for d in devices if d.device_type == course.plan.kind)",
+        ),
+        (
+            "the devices listed first",
+            _COUNT,
+            "devices = tf.config.list_logical_devices(course.plan.kind)\n    return len(devices)",
+        ),
+    ],
+    "00.2": [
+        ("the @ operator", "return tf.matmul(x, x)", "return x @ x"),
+        (
+            "the product kept, returned after the scope",
+            "        return tf.matmul(x, x)",
+            "        product = tf.linalg.matmul(x, x)\n    return product",
+        ),
+    ],
+    "00.3": [
+        ("a lower-case letter", '"B"', '"b"'),
+        ("spaces around the letter", '"B"', '" B "'),
+    ],
+    "00.4": [
+        ("a lower-case letter", '"C"', '"c"'),
+        ("spaces around the letter", '"C"', '"C "'),
+    ],
+    "00.5": [
+        (
+            "one configuration per device, in a comprehension",
+            _CONFIGURATION,
+            "tf.config.set_logical_device_configuration(\n"
+            "        cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(n)]\n    )",
+        ),
+        (
+            "placement logged first",
+            '    cpu = tf.config.list_physical_devices("CPU")[0]\n    ' + _CONFIGURATION + "\n"
+            "    tf.debugging.set_log_device_placement(True)\n",
+            "    tf.debugging.set_log_device_placement(True)\n"
+            '    cpu = tf.config.list_physical_devices("CPU")[0]\n    ' + _CONFIGURATION + "\n",
+        ),
+    ],
+}
