@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tflearn_helpers import programs
+from tflearn_helpers import cluster, programs
 
 
 def _python(code: str, **options) -> programs.processes.Child:
@@ -169,21 +169,21 @@ def test_a_task_waited_for_while_its_peer_runs_nowhere_is_stopped_within_seconds
     """Worker 0 started and waited for before worker 1 was started: the start-up barrier can
     never open, so wait() stops it within seconds and says which peer was missing."""
     spec = cluster.local_cluster_spec(workers=2)
-    worker_0 = cluster.start_process(WAITING_TASK, env=_task_env(spec, 0))
+    worker_0 = programs.start(WAITING_TASK, env=_task_env(spec, 0))
     start = time.monotonic()
     code = worker_0.wait(timeout=60)
     assert time.monotonic() - start < 15 and code != 0
-    assert cluster.events.parse(worker_0.output(), "stopped")[0]["missing"] == "worker 1"
+    assert programs.events.parse(worker_0.output(), "stopped")[0]["missing"] == "worker 1"
     assert "start-up barrier" in worker_0.output()
 
 
 def test_a_task_whose_peer_is_running_is_waited_for_as_usual():
     spec = cluster.local_cluster_spec(workers=2)
-    workers = [cluster.start_process(WAITING_TASK, env=_task_env(spec, i)) for i in range(2)]
+    workers = [programs.start(WAITING_TASK, env=_task_env(spec, i)) for i in range(2)]
     try:
         with pytest.raises(TimeoutError):
             workers[0].wait(timeout=5)  # its peer runs: waiting for it is not a deadlock
-        assert workers[0].running() and not cluster.events.parse(workers[0].output(), "stopped")
+        assert workers[0].running() and not programs.events.parse(workers[0].output(), "stopped")
     finally:
         for worker in workers:
             worker.stop(grace=0)
@@ -192,11 +192,11 @@ def test_a_task_whose_peer_is_running_is_waited_for_as_usual():
 def test_starting_a_task_again_stops_its_earlier_copy_stuck_at_the_barrier():
     """A launch cell run again: the worker its last run left waiting for a missing peer goes."""
     spec = cluster.local_cluster_spec(workers=2)
-    first = cluster.start_process(WAITING_TASK, env=_task_env(spec, 0))
-    cluster.events.wait_for(first.output, "waiting", timeout=30, depends_on=[first])
-    again = cluster.start_process(WAITING_TASK, env=_task_env(cluster.local_cluster_spec(2), 0))
+    first = programs.start(WAITING_TASK, env=_task_env(spec, 0))
+    programs.events.wait_for(first.output, "waiting", timeout=30, depends_on=[first])
+    again = programs.start(WAITING_TASK, env=_task_env(cluster.local_cluster_spec(2), 0))
     try:
         assert not first.running()
-        cluster.events.wait_for(again.output, "waiting", timeout=30, depends_on=[again])
+        programs.events.wait_for(again.output, "waiting", timeout=30, depends_on=[again])
     finally:
         again.stop(grace=0)

@@ -42,7 +42,7 @@ _LIVE: set[Child] = set()  # the one teardown registry (emptied by stop_all at e
 _FOLDERS: list[Path] = []  # made by temporary_folder: removed at exit
 TIMEOUT_HINT = "If the machine is busy, give it a longer timeout; otherwise read the log above."
 PEER_GRACE = 3.0  # s a task waits at start-up for a peer that no process runs before it stops
-_EVENT_TAG = "TFLEARN_EVENT "  # the events' line prefix (cluster.events imports this module)
+_EVENT_TAG = "TFLEARN_EVENT "  # the events' line prefix (programs.events imports this module)
 
 
 class ProcessExitedError(RuntimeError):
