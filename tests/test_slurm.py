@@ -272,10 +272,12 @@ def test_a_killed_owner_leaves_nothing_behind(tmp_path):
     processes.wait_until(lambda: _links() == links, 10, "the private network's link to go")
 
 
-def test_slurm_not_installed_says_the_apt_line(monkeypatch):
+def test_slurm_not_installed_says_the_apt_line_and_lists_the_skipped_runs(monkeypatch, capsys):
     monkeypatch.setattr(slurm, "_which", lambda program: None)
     with pytest.raises(slurm.SlurmNotInstalledError, match="apt-get install slurm-wlm munge"):
         slurm.LocalSlurm(nodes=1)
+    printed = capsys.readouterr().out  # outside a notebook report.skipped prints its line
+    assert "the Slurm jobs (scripts shown, not run): not shown (no munged, slurmctld" in printed
 
 
 @needs_slurm

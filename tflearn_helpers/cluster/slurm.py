@@ -38,6 +38,7 @@ from pathlib import Path
 
 import portpicker
 
+from ..measuring import report
 from ..programs import child_setup, processes
 from ..runtime import validate
 from . import slurm_isolation
@@ -135,7 +136,8 @@ class LocalSlurm:
             "cpus_per_node", per_node, minimum=1, maximum=most
         )
         missing = missing_programs()
-        if missing:
+        if missing:  # the summary page lists it; the lesson goes on without the runs
+            report.skipped("the Slurm jobs (scripts shown, not run)", f"no {', '.join(missing)}")
             raise SlurmNotInstalledError(
                 f"Slurm is not installed here (no {', '.join(missing)}). On Debian or Ubuntu, "
                 f"as root: {INSTALL_COMMAND}"
