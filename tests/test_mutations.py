@@ -13,11 +13,7 @@ the exercise's text allows (a learner's defaults, guards, other allowed sizes): 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from mutation_runner import checked_id, mutate, solution_cells, strip_code
@@ -56,7 +52,6 @@ RIGHT_TABLES = {
     "01": lesson01.RIGHT_ANSWERS,
     "04": lesson04.RIGHT_ANSWERS,
 }
-RUNNER = Path(__file__).with_name("mutation_runner.py")
 CASES = [
     pytest.param(exercise_id, name, id=f"{exercise_id}: {name}")
     for table in TABLES.values()
@@ -114,24 +109,18 @@ SHOWN_ABOVE = {  # printed before the question, these would answer it
 
 
 @pytest.fixture(scope="session")
-def lesson_run(tmp_path_factory):
-    """The runner's record of a lesson (run once per test session, in its own process)."""
-    runs = {}
+def lesson_run(request):
+    """The runner's record of a lesson: each lesson runs once per test session, in a process
+    of its own, started when the tests were collected (tests/conftest.py)."""
+
+    records = {}
 
     def run(lesson: str) -> dict:
-        if lesson not in runs:
-            out = tmp_path_factory.mktemp(f"mutations-{lesson}") / "run.json"
-            env = {**os.environ, "TFLEARN_SCALE": "smoke", "TF_CPP_MIN_LOG_LEVEL": "2"}
-            done = subprocess.run(
-                [sys.executable, "-X", "faulthandler", str(RUNNER), lesson, str(out)],
-                capture_output=True,
-                text=True,
-                timeout=900,
-                env=env,
-            )
+        if lesson not in records:
+            done, out = request.config.mutation_runs[lesson].result()
             assert done.returncode == 0, _crash_report(done.stderr)
-            runs[lesson] = json.loads(out.read_text())
-        return runs[lesson]
+            records[lesson] = json.loads(out.read_text())
+        return records[lesson]
 
     return run
 

@@ -13,8 +13,8 @@ import sys
 from dataclasses import dataclass, field
 
 from ..measuring.report import format_table
+from . import keras_fit, scratch, startup_noise
 from . import scale as scale_mod
-from . import scratch, startup_noise
 from .devices import (
     DEFAULT_GPU_MEMORY_MB,
     DevicePlan,
@@ -108,6 +108,8 @@ def setup_course(
     with startup_noise.filtered():  # loading TensorFlow and its devices prints noise
         import tensorflow as tf
 
+        if not legacy_keras:
+            keras_fit.install()  # Keras 3's fit under a strategy can crash TensorFlow
         gpus = tf.config.list_physical_devices("GPU")
         if (
             intra_op_threads
