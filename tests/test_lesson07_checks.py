@@ -54,6 +54,15 @@ def test_a_warning_without_a_lead_has_sbatchs_default_minute():
     )
 
 
+def test_the_warning_may_name_sigusr1_by_its_number_or_in_lower_case():
+    missing_shell = batch_script(GOOD.replace("#!", ""), None)
+    for spelled in ("10@60", "sigusr1@60", "R:SIGUSR1@60"):
+        assert batch_script(GOOD.replace("USR1@60", spelled).replace("#!", ""), None) == (
+            missing_shell
+        )
+    assert "SIGUSR1" in batch_script(GOOD.replace("USR1@60", "12@60"), None)  # SIGUSR2
+
+
 def test_a_task_that_is_not_a_readable_function_is_refused():
     assert "pass your function" in resuming_task(3, cluster=None)
 

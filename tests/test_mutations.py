@@ -51,6 +51,10 @@ RIGHT_TABLES = {
     "00": lesson00.RIGHT_ANSWERS,
     "01": lesson01.RIGHT_ANSWERS,
     "04": lesson04.RIGHT_ANSWERS,
+    "05": lesson05.RIGHT_ANSWERS,
+    "07": lesson07.RIGHT_ANSWERS,
+    "08": lesson08.RIGHT_ANSWERS,
+    "09": lesson09.RIGHT_ANSWERS,
 }
 CASES = [
     pytest.param(exercise_id, name, id=f"{exercise_id}: {name}")

@@ -34,3 +34,14 @@ def test_malformed_configs_name_the_field(config, field):
     with pytest.raises(cluster.tf_config.TFConfigError) as err:
         cluster.tf_config.validate(config)
     assert field in str(err.value)
+
+
+def test_an_evaluator_may_stand_outside_the_training_cluster():
+    """As TensorFlow's multi_worker_util allows: the evaluator is not part of training."""
+    training = {"chief": ["localhost:2222"], "worker": ["localhost:2223"], "ps": ["localhost:2224"]}
+    config = {"cluster": training, "task": {"type": "evaluator", "index": 0}}
+    assert cluster.tf_config.validate(config) == config
+    with pytest.raises(cluster.tf_config.TFConfigError, match="index"):
+        cluster.tf_config.validate({"cluster": training, "task": {"type": "evaluator", "index": 1}})
+    with pytest.raises(cluster.tf_config.TFConfigError, match="type"):
+        cluster.tf_config.validate({"cluster": training, "task": {"type": "ps2", "index": 0}})

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import course_code, exercise
 
-__all__ = ["MUTATIONS"]
+__all__ = ["MUTATIONS", "RIGHT_ANSWERS"]
 
 # bfloat16 keeps 8 significant bits (7 stored, 1 implicit): rounding to nearest moves a value by
 # at most 2^-8 of itself, its unit roundoff u (Kalamkar et al. 2019, "A Study of BFLOAT16 for
@@ -399,6 +399,48 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "the first gradient only",
             'ctx.all_reduce("SUM", halves)',
             'ctx.all_reduce("SUM", halves[:1])',
+        ),
+    ],
+}
+
+# Right answers written differently from the solution, as the exercise's text allows:
+# exercise -> [(name, text of the solution cell, what replaces it)]; each must be "right".
+RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
+    "05.1": [
+        (
+            "the distances halved in a loop",
+            "    distances = [n >> k for k in range(1, n.bit_length())]  # n/2, n/4, ..., 1\n",
+            "    distances, d = [], n // 2\n"
+            "    while d >= 1:\n"
+            "        distances.append(d)\n"
+            "        d //= 2\n",
+        ),
+        (
+            "tf.add and keywords",
+            "chunks[i ^ d][c] = chunks[i ^ d][c] + incoming",
+            "chunks[i ^ d][c] = tf.add(chunks[i ^ d][c], incoming)",
+        ),
+        (
+            "the received chunks kept apart, concatenated by index",
+            "            summed.append(tf.concat(chunks[i], 0))\n",
+            "            summed.append(tf.concat([chunks[i][c] for c in range(n)], axis=0))\n",
+        ),
+    ],
+    "05.2": [
+        (
+            "the ReduceOp, one collective per gradient",
+            'return [tf.cast(s, tf.float32) for s in ctx.all_reduce("SUM", halves)], error',
+            "sums = [ctx.all_reduce(tf.distribute.ReduceOp.SUM, h) for h in halves]\n"
+            "    return [tf.cast(s, tf.float32) for s in sums], error",
+        ),
+        (
+            "the error over every element at once",
+            "    errors = [tf.abs(r - g) / tf.abs(g) for r, g in zip(rounded, grads, "
+            "strict=True)]\n"
+            "    error = tf.reduce_max([tf.reduce_max(e) for e in errors])\n",
+            "    flat_g = tf.concat([tf.reshape(g, [-1]) for g in grads], axis=0)\n"
+            "    flat_r = tf.concat([tf.reshape(r, [-1]) for r in rounded], axis=0)\n"
+            "    error = tf.reduce_max(tf.math.abs((flat_r - flat_g) / flat_g))\n",
         ),
     ],
 }

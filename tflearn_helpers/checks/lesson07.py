@@ -15,24 +15,26 @@ import math
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from ..cluster.slurm import _FINISHED as _ENDED  # every state a job ends in
 from ..programs import events
 from . import exercise, learner_source
 
-__all__ = ["MUTATIONS", "batch_script", "resuming_task", "sbatch_options"]
+__all__ = ["MUTATIONS", "RIGHT_ANSWERS", "batch_script", "resuming_task", "sbatch_options"]
 
 _TIMEOUT = 120  # s: a ceiling for any wait of a check on a busy machine
-_ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
 _QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "-1"}  # the tasks: on the CPU
 
 # 07.1's stand-in for worker.py: no TensorFlow, so the check takes seconds. Each task reports
 # where it runs; warned (USR1 or a preemption's TERM) it reports it and exits 42, as the
-# lesson's worker does. Requeued, it reports and exits 0 at once: the job should then end.
+# lesson's worker does. Requeued, it reports and fails at once (exit code 3, a crash, not a
+# request to be requeued): the job should then end, not be requeued again.
 # Its event lines go to a file of its own, not to stdout: the learner's script decides where
 # the job's output goes (and whether a requeue keeps the first run's).
 PROBE = """\
@@ -49,7 +51,9 @@ signal.signal(signal.SIGTERM, warned)
 restart = int(os.environ.get("SLURM_RESTART_COUNT", 0))
 record("task", task=int(os.environ["SLURM_PROCID"]), node=os.environ.get("SLURMD_NODENAME"),
        restart=restart)
-time.sleep(90 if restart == 0 else 0)
+if restart:
+    sys.exit(3)
+time.sleep(90)
 """
 
 # 07.2: the learner's run_task in a one-task job; SIGUSR1 and SIGTERM set the flag warned()
@@ -72,7 +76,8 @@ restart = int(os.environ.get("SLURM_RESTART_COUNT", 0))
 def train_one_step(step, weights):
     step.assign_add(1)
     weights.assign_add(float(step) / steps)
-    events.emit("step", step=int(step), total=float(weights), restart=restart)
+    events.emit("step", step=int(step), total=float(weights), restart=restart,
+                warned=flag.is_set())
     if restart == 1 and int(step) == kill_at:
         os.kill(os.getpid(), signal.SIGKILL)
     time.sleep(0.4 if restart == 0 else 0.1)  # the first run: room for the preemption
@@ -175,10 +180,12 @@ class _Job:
         return dict(f.split("=", 1) for f in shown.split() if "=" in f)
 
     def preempt(self) -> None:
-        """Submit a job to the urgent partition, on every node: Slurm preempts this one (its
-        tasks get SIGTERM) as it would for a colleague's job of a higher priority tier."""
-        nodes = f"--nodes={len(self.cluster.node_names)}"
-        self.urgent = self.cluster.run(["sbatch", "--parsable", "--partition=urgent", nodes,
+        """Submit a job to the urgent partition, on this job's nodes: Slurm preempts this one
+        (its tasks get SIGTERM) as it would for a colleague's job of a higher priority tier;
+        a job on the other nodes runs on."""
+        granted = self.fields()
+        nodes = [f"--nodes={granted['NumNodes']}", f"--nodelist={granted['NodeList']}"]
+        self.urgent = self.cluster.run(["sbatch", "--parsable", "--partition=urgent", *nodes,
             "--output=/dev/null", "--wrap=srun true"]).stdout.strip()  # fmt: skip
 
     def close(self) -> None:
@@ -205,8 +212,8 @@ def _script_problem(script) -> str | None:
         return (
             "your warning goes to the batch shell only: the tasks running worker.py never hear it"
         )
-    warning = re.fullmatch(r"(R:)?(SIG)?USR1(@(\d+))?", signal_option)
-    if not warning:
+    warning = re.fullmatch(r"(R:)?(?:SIG)?(\w+?)(@(\d+))?", signal_option, re.I)
+    if not warning or not _is_usr1(warning[2]):
         return f"the worker saves on SIGUSR1; your warning is {signal_option!r}"
     lead = int(warning[4] or 60)  # sbatch's default lead: 60 s
     if lead != 60:
@@ -214,6 +221,13 @@ def _script_problem(script) -> str | None:
     if "output" not in options:
         return "name the job's output file, so that you find it (and its requeued run) again"
     return None
+
+
+def _is_usr1(name: str) -> bool:
+    """sbatch names a signal with or without SIG, in either case, or by its number."""
+    if name.isdigit():
+        return int(name) == signal.SIGUSR1
+    return name.upper() == "USR1"
 
 
 @exercise("07.1")
@@ -252,8 +266,9 @@ def _run_script(job: _Job) -> str | None:
         return _not_requeued(job)
     if not job.wait_for(lambda: job.state() in _ENDED, 60) or job.fields()["Restarts"] != "1":
         return (
-            "after its requeued run finished (exit 0), your job was put back in the queue "
-            "again: requeue it only when the tasks ask for it (their exit code 42)"
+            "in its requeued run the tasks crashed (exit code 3), and your job was put back "
+            "in the queue again: a crash would loop forever. Requeue it only when the tasks "
+            "ask for it (their exit code 42)"
         )
     return None
 
@@ -318,7 +333,7 @@ def _run_resuming(job: _Job, steps: int, save_every: int, kill_at: int) -> str |
             return "your task went on to the end after the warning: stop once it has saved"
         return f"after the preemption your task did not train again: {_job_end(job)}"
     first = run(0)
-    problem = _resume_problem(first, run(1)[0])
+    problem = _stop_problem(job) or _resume_problem(first, run(1)[0])
     if problem:
         return problem
     if not job.wait_for(lambda: run(2) or job.state() in _ENDED) or not run(2):
@@ -336,6 +351,19 @@ def _run_resuming(job: _Job, steps: int, save_every: int, kill_at: int) -> str |
     ):
         return "after each requeue your task should train on from its checkpoint to the end"
     return _result_problem(job, steps)
+
+
+def _stop_problem(job: _Job) -> str | None:
+    """Steps the first run trained after one that the warning had come before (one may: the
+    signal can arrive while a step runs)."""
+    late = [s["step"] for s in job.reported("job.out", "step") if s["restart"] == 0 and s["warned"]]
+    if len(late) > 1:
+        return (
+            f"the warning came before step {late[0]} ended, and your task trained "
+            f"{len(late) - 1} more step(s) before it stopped: on a warning, save and stop at once "
+            "(the grace time before the hard kill can be short)"
+        )
+    return None
 
 
 def _resume_problem(first: list[int], resumed: int) -> str | None:
@@ -382,6 +410,12 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ("a one-minute limit", "--time=00:10:00", "--time=00:01:00"),
         ("no requeue by the script", _REQUEUE, ""),
         ("a requeue after every exit", "if [ $? -eq 42 ]; then", "if true; then"),
+        ("a requeue after any failure", "if [ $? -eq 42 ]; then", "if [ $? -ne 0 ]; then"),
+        ("a requeue whenever srun fails", 'srun python worker.py "$@"\n' + _REQUEUE,
+         'srun python worker.py "$@" || scontrol requeue "$SLURM_JOB_ID"\n'),
+        ("the exit code of another command", 'srun python worker.py "$@"\n',
+         'srun python worker.py "$@"\necho "the tasks have ended"\n'),
+        ("SIGUSR2 by its number", "--signal=USR1@60", "--signal=12@60"),
     ],
     "07.2": [
         ("checkpoint written only at the end", "if step % save_every == 0 or stop:",
@@ -393,5 +427,68 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ("saved only when warned", "if step % save_every == 0 or stop:", "if stop:"),
         ("the oldest checkpoint restored", "checkpoint.restore(manager.latest_checkpoint)",
          "checkpoint.restore(manager.checkpoints[0] if manager.checkpoints else None)"),
+        ("the warning read only when a save is due", "stop = warned()",
+         "stop = step % save_every == 0 and warned()"),
+    ],
+}  # fmt: skip
+
+_OPTIONS = """\
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=1
+#SBATCH --time=00:10:00
+#SBATCH --output=%x-%j.out
+#SBATCH --signal=USR1@60
+"""
+_LOOP = """\
+    checkpoint.restore(manager.latest_checkpoint)
+    while step < steps:
+        train_one_step(step, weights)
+        stop = warned()  # read once: the signal may come between two reads
+        if step % save_every == 0 or stop:
+            manager.save(checkpoint_number=int(step))
+        if stop:
+            return
+"""
+# Right answers written differently from the solution, as the exercise's text allows:
+# exercise -> [(name, text of the solution cell, what replaces it)]; each must be "right".
+RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
+    "07.1": [
+        ("short options, the time in minutes, sbatch's default lead", _OPTIONS,
+         "#SBATCH -N 2 -n 2\n#SBATCH -t 10\n#SBATCH -o job.out\n#SBATCH --signal=SIGUSR1\n"),
+        ("the exit code kept and passed on, the signal by its number",
+         'srun python worker.py "$@"\n' + _REQUEUE,
+         'srun python worker.py "$@"\nstatus=$?\nif [[ $status == 42 ]]; then\n'
+         "    scontrol requeue $SLURM_JOBID\nfi\nexit $status\n"),
+        ("a day-hour time limit, no job name", "#SBATCH --job-name=mwms\n#SBATCH --nodes=2\n"
+         "#SBATCH --ntasks-per-node=1\n#SBATCH --time=00:10:00\n",
+         "#SBATCH --nodes=2 --ntasks=2\n#SBATCH --time=0-00:10\n"),
+    ],
+    "07.2": [
+        ("the warning read before each step, numbered saves left to the manager", _LOOP,
+         """\
+    checkpoint.restore(manager.latest_checkpoint)
+    while step < steps:
+        if warned():
+            manager.save()
+            return
+        train_one_step(step, weights)
+        if step % save_every == 0:
+            manager.save()
+"""),
+        ("an `if latest:` guard, a for loop, one checkpoint kept",
+         "    manager = tf.train.CheckpointManager(checkpoint, folder, max_to_keep=2)\n" + _LOOP,
+         """\
+    manager = tf.train.CheckpointManager(checkpoint, folder, max_to_keep=1)
+    latest = tf.train.latest_checkpoint(folder)
+    if latest:
+        checkpoint.restore(latest)
+    for _ in range(int(step), steps):
+        train_one_step(step, weights)
+        if warned():
+            manager.save(checkpoint_number=step)
+            return
+        if int(step) % save_every == 0:
+            manager.save(checkpoint_number=step)
+"""),
     ],
 }  # fmt: skip

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..cluster import tf_config
 from . import cell_course_calls, course_calls, exercise, learner_source
 
-__all__ = ["MUTATIONS"]
+__all__ = ["MUTATIONS", "RIGHT_ANSWERS"]
 
 
 @exercise("08.4")
@@ -73,7 +73,8 @@ def evaluator_tf_config(answer):
     except tf_config.TFConfigError as err:
         return f"TF_CONFIG is not valid: {err}"
     cluster = config["cluster"]
-    missing = sorted({"chief", "worker", "ps", "evaluator"} - set(cluster))
+    missing = sorted({"chief", "worker", "ps"} - set(cluster))  # (the evaluator may be left
+    # out: it is not part of the training cluster, and TensorFlow accepts either)
     if missing:
         return f'TF_CONFIG["cluster"] has no "{missing[0]}" job; the exercise\'s cluster has one'
     for job, count in (("worker", 2), ("ps", 1)):
@@ -178,12 +179,31 @@ v1 = tf.compat.v1
 {learner}
 
 
+def required(graph):  # gradients each update takes, one accumulator per variable
+    return [int(tf.get_static_value(op.inputs[1])) for op in graph.get_operations()
+            if op.type == "ResourceAccumulatorTakeGradient"]
+
+
+def ancestors(op):  # the op and every op its output is computed from
+    seen, todo = {{op.name: op}}, [op]
+    while todo:
+        for t in todo.pop().inputs:
+            if t.op.name not in seen:
+                seen[t.op.name] = t.op
+                todo.append(t.op)
+    return list(seen.values())
+
+
 def main():
     config = json.loads(os.environ["TF_CONFIG"])
     task, steps = config["task"]["index"], int(sys.argv[1])
     cluster = tf.train.ClusterSpec(config["cluster"])
     server = tf.distribute.Server(cluster, job_name="worker", task_index=task)
     v1.disable_eager_execution()
+    three = dict(config["cluster"], worker=config["cluster"]["worker"] + ["localhost:1"])
+    with tf.Graph().as_default() as probe:  # the same function for a cluster of 3 workers
+        {name}(tf.train.ClusterSpec(three), task, 3, v1.placeholder(tf.float32, [None, 10]),
+               v1.placeholder(tf.float32, [None, 1]))
     x = v1.placeholder(tf.float32, [None, 10], name="x")
     y = v1.placeholder(tf.float32, [None, 1], name="y")
     loss, train_op, hooks = {name}(cluster, task, cluster.num_tasks("worker"), x, y)
@@ -192,10 +212,9 @@ def main():
     events.emit(
         "graph",
         variables={{v.op.name: v.device for v in v1.global_variables()}},
-        num_required=[  # gradients each update takes, one accumulator per variable
-            int(tf.get_static_value(op.inputs[1])) for op in graph.get_operations()
-            if op.type == "ResourceAccumulatorTakeGradient"],
-        global_step=step is not None)
+        num_required=required(graph), num_required_of_3=required(probe),
+        compute=[op.device for op in ancestors(loss.op) if op.type == "MatMul"],
+        task=task, global_step=step is not None)
     if step is None:
         return
     with tf.control_dependencies([train_op]):
@@ -245,8 +264,8 @@ def _run_sync_cluster(source: str, name: str, steps: int, timeout: float) -> dic
         built = lambda i: events.parse(run.logs("worker", i), "graph")  # noqa: E731
         try:  # both graphs built, or the chief gone (it failed, or it finished already)
             processes.wait_until(lambda: (built(0) and built(1)) or not chief.running(), 300, "")
-            graph = _graph_of(events.parse(run.logs("worker", 0)))
-            if graph is not None and _graph_problem(graph, workers=2):
+            graphs = [_graph_of(events.parse(run.logs("worker", i))) for i in (0, 1)]
+            if any(g is not None and _graph_problem(g, workers=2) for g in graphs):
                 code = None  # the graph alone is wrong: no need to train it
             else:
                 code = run.wait([("worker", 0)], timeout=timeout)[("worker", 0)]
@@ -262,15 +281,29 @@ def _graph_of(lines: list[dict]):
 
 def _graph_problem(graph: dict, workers: int):
     """What is wrong with a worker's graph as it reported it (None if nothing)."""
+    import tensorflow as tf
+
     if not graph["global_step"]:
         return "the graph has no global step: updates are counted with one"
     for name, device in graph["variables"].items():
         if "/job:ps" not in device:
             return f"variable {name} is on '{device or 'no device'}', not on a ps task"
+    for device in graph["compute"]:
+        spec = tf.DeviceSpec.from_string(device)
+        if (spec.job, spec.task) != ("worker", graph["task"]):
+            return (
+                f"worker {graph['task']}'s forward pass is placed on '{device or 'no device'}', "
+                "not on that worker: which argument of the device setter names it?"
+            )
     if not graph["num_required"]:
         return "each update applied one worker's gradient as it came: that is asynchronous"
     if min(graph["num_required"]) < workers:
         return "an update averages fewer gradients than workers send: how many should it average?"
+    if set(graph["num_required_of_3"]) != {3}:
+        return (
+            "built again for a cluster of 3 workers, your graph's updates did not average 3 "
+            "gradients each: use the number of workers the function is given"
+        )
     return None
 
 
@@ -282,7 +315,8 @@ def _judge_sync(outcome: dict, steps: int, timeout: float):
         lines = outcome["logs"][0].strip().splitlines() or ["(no output)"]
         last = next((ln for ln in reversed(lines) if "Error" in ln), lines[-1])
         return f"your function failed in the worker process: {last[:300]}"
-    problem = _graph_problem(graph, workers=len(outcome["lines"]))
+    graphs = [graph] + [g for g in map(_graph_of, outcome["lines"][1:]) if g is not None]
+    problem = next((p for g in graphs if (p := _graph_problem(g, len(outcome["lines"])))), None)
     if problem:
         return problem
     done = [ln for worker in outcome["lines"] for ln in worker if ln["kind"] == "step"]
@@ -361,7 +395,6 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
     "08.2": [
         ("the chief's task", '"type": "evaluator", "index": 0', '"type": "chief", "index": 0'),
         ("a worker's task", '"type": "evaluator", "index": 0', '"type": "worker", "index": 0'),
-        ("no evaluator in the cluster", '    "evaluator": ["localhost:2226"],\n', ""),
         (
             "three workers",
             '"worker": ["localhost:2223", "localhost:2224"]',
@@ -369,6 +402,11 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ),
         ("two ps tasks", '"ps": ["localhost:2225"]', '"ps": ["localhost:2225", "localhost:2227"]'),
         ("evaluator index 1", '"type": "evaluator", "index": 0', '"type": "evaluator", "index": 1'),
+        (
+            "the index as text",
+            '"type": "evaluator", "index": 0',
+            '"type": "evaluator", "index": "0"',
+        ),
         (
             "the chief's port again",
             '"evaluator": ["localhost:2226"]',
@@ -425,6 +463,125 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "no global step",
             "        step = v1.train.get_or_create_global_step()\n",
             "        step = None\n",
+        ),
+        (
+            "no worker_device: compute on the default worker",
+            'cluster=cluster, worker_device=f"/job:worker/task:{task}"',
+            "cluster=cluster",
+        ),
+        ("worker 0 hard-coded", 'f"/job:worker/task:{task}"', '"/job:worker/task:0"'),
+        (
+            "two workers written in",
+            "replicas_to_aggregate=workers,\n            total_num_replicas=workers,",
+            "replicas_to_aggregate=2,\n            total_num_replicas=2,",
+        ),
+    ],
+}
+
+_SYNC = """\
+        opt = v1.train.SyncReplicasOptimizer(
+            v1.train.GradientDescentOptimizer(0.1),
+            replicas_to_aggregate=workers,
+            total_num_replicas=workers,
+        )
+        train_op = opt.minimize(loss, global_step=step)
+"""
+# Right answers written differently from the solution, as the exercise's text allows:
+# exercise -> [(name, text of the solution cell, what replaces it)]; each must be "right".
+RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
+    "08.1": [
+        (
+            "the worker's device with %, the output with @",
+            'f"/job:worker/task:{task}"',
+            '"/job:worker/task:%d" % task',
+        ),
+        (
+            "the input made before the scope, initializers given, ps_tasks counted",
+            "    setter = v1.train.replica_device_setter(\n"
+            '        cluster=cluster, worker_device=f"/job:worker/task:{task}"\n'
+            "    )\n"
+            "    with v1.device(setter):\n"
+            '        x = v1.placeholder(tf.float32, [None, 10], name="x")\n'
+            '        w = v1.get_variable("w", [10, 5])\n'
+            '        b = v1.get_variable("b", [5])\n'
+            "        return tf.matmul(x, w) + b\n",
+            "    x = v1.placeholder(tf.float32, shape=(None, 10))\n"
+            "    setter = v1.train.replica_device_setter(\n"
+            '        ps_tasks=cluster.num_tasks("ps"),\n'
+            '        ps_device="/job:ps",\n'
+            '        worker_device=f"/job:worker/task:{task}",\n'
+            "    )\n"
+            "    with v1.device(setter):\n"
+            '        w = v1.get_variable("w", [10, 5], initializer=v1.ones_initializer())\n'
+            '        b = v1.get_variable("b", [5], initializer=v1.zeros_initializer())\n'
+            "        output = x @ w + b\n"
+            "    return output\n",
+        ),
+    ],
+    "08.2": [
+        (
+            "the evaluator left out of the training cluster",
+            '    "evaluator": ["localhost:2226"],\n',
+            "",
+        ),
+        (
+            "other ports, the jobs in another order",
+            '    "chief": ["localhost:2222"],\n'
+            '    "worker": ["localhost:2223", "localhost:2224"],\n'
+            '    "ps": ["localhost:2225"],\n'
+            '    "evaluator": ["localhost:2226"],\n',
+            '    "ps": ["localhost:12000"],\n'
+            '    "evaluator": ["127.0.0.1:12004"],\n'
+            '    "chief": ["localhost:12001"],\n'
+            '    "worker": ["localhost:12002", "localhost:12003"],\n',
+        ),
+    ],
+    "08.3": [
+        (
+            "a loop",
+            "    return [a - b - 1 for b, a in zip(before, after, strict=True)]\n",
+            "    result = []\n"
+            "    for i in range(len(before)):\n"
+            "        result.append(after[i] - before[i] - 1)\n"
+            "    return result\n",
+        ),
+        (
+            "NumPy",
+            "    return [a - b - 1 for b, a in zip(before, after, strict=True)]\n",
+            "    import numpy as np\n\n"
+            "    return (np.asarray(after) - np.asarray(before) - 1).tolist()\n",
+        ),
+    ],
+    "08.4": [
+        ("the task typed in", 'answer = ["ps:0", "ps:1", "ps:2"][3 % 3]', 'answer = "ps:0"'),
+        ("formatted", 'answer = ["ps:0", "ps:1", "ps:2"][3 % 3]', 'answer = f"ps:{3 % 3}"'),
+    ],
+    "08.5": [
+        (
+            "v1.losses, the workers counted from the cluster, the total left to its default",
+            "        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))\n" + _SYNC,
+            "        loss = v1.losses.mean_squared_error(y, tf.matmul(x, w))\n"
+            "        opt = v1.train.SyncReplicasOptimizer(\n"
+            "            v1.train.GradientDescentOptimizer(learning_rate=0.1),\n"
+            '            replicas_to_aggregate=cluster.num_tasks("worker"),\n'
+            "        )\n"
+            "        train_op = opt.minimize(loss, global_step=step)\n",
+        ),
+        (
+            "the gradients computed and applied, the default initializer, the hook by name",
+            '        w = v1.get_variable("w", [10, 1], initializer=v1.zeros_initializer())\n'
+            "        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))\n"
+            + _SYNC
+            + "    return loss, train_op, [opt.make_session_run_hook(is_chief=task == 0)]\n",
+            '        w = v1.get_variable("w", shape=[10, 1])\n'
+            "        loss = tf.reduce_mean((x @ w - y) ** 2)\n"
+            + _SYNC.replace(
+                "        train_op = opt.minimize(loss, global_step=step)\n",
+                "        grads_and_vars = opt.compute_gradients(loss)\n"
+                "        train_op = opt.apply_gradients(grads_and_vars, global_step=step)\n",
+            )
+            + "    sync_hook = opt.make_session_run_hook(is_chief=(task == 0))\n"
+            "    return loss, train_op, [sync_hook]\n",
         ),
     ],
 }

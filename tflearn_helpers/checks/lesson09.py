@@ -18,7 +18,7 @@ import numpy as np
 from ..runtime import validate
 from . import exercise
 
-__all__ = ["MUTATIONS"]
+__all__ = ["MUTATIONS", "RIGHT_ANSWERS"]
 
 
 @exercise("09.1")
@@ -45,6 +45,9 @@ def sharded_embedding(variable):
 
 _BATCH, _EXAMPLES, _LEARNING_RATE = 32, 160, 0.01  # 09.2: five batches, then they repeat
 _WORKERS = 16  # 09.2 audits clusters of up to 16 workers
+# 09.2's two runs: a number of steps written in fits one at most; the long one makes each of
+# the two workers read many more batches than examples() holds, so a pipeline that ends shows
+_SHORT_STEPS, _LONG_STEPS = np.arange(14, 23), np.arange(60, 81)
 
 
 @exercise("09.2")
@@ -56,8 +59,8 @@ def scheduled_training(train, coordinator):
     if not hasattr(coordinator, "create_per_worker_dataset"):
         return "pass the ClusterCoordinator of exercise 09.1 as the last argument of check()"
     rng = np.random.default_rng()
-    for steps in rng.choice(np.arange(14, 23), size=2, replace=False):  # a number written in
-        hint = _training_problem(train, coordinator, rng, int(steps))  # fits one run at most
+    for steps in (rng.choice(_SHORT_STEPS), rng.choice(_LONG_STEPS)):
+        hint = _training_problem(train, coordinator, rng, int(steps))
         if hint:
             return hint
     return None
@@ -85,7 +88,7 @@ def _training_problem(train, coordinator, rng, steps: int):
     moved = [end - begin for end, begin in zip(audit.weights(), start, strict=True)]
     if not hint and any(not np.any(m) for m in moved):
         hint = "some of the model's trainable variables never changed: update all of them"
-    expected, expected_losses = _replay(x, y, start, audit.batches_read())
+    expected, expected_losses = _replay(x, y, start, audit.examples_read())
     gap = sum(np.sum((m - e) ** 2) for m, e in zip(moved, expected, strict=True)) ** 0.5
     if not hint and gap > 0.3 * sum(np.sum(e**2) for e in expected) ** 0.5:
         hint = (
@@ -239,8 +242,17 @@ class _Audit:
     def weights(self):
         return [np.array(self.linear.kernel.numpy()), np.array(self.linear.bias.numpy())]
 
-    def batches_read(self) -> list[int]:
-        return [int(n) // _BATCH for n in self.reads.numpy().reshape(self.workers, -1).sum(1)]
+    def examples_read(self) -> list[np.ndarray]:
+        """Per worker, the indices of the examples it read: each one read once in index order,
+        then those read twice, and so on (in order, that is the pipeline's order; shuffled,
+        the same examples in other batches, which move the weights nearly as much)."""
+        counts = self.reads.numpy().reshape(self.workers, _EXAMPLES)
+        return [
+            np.concatenate(
+                [np.flatnonzero(row >= n) for n in range(1, int(row.max()) + 1)] or [[]]
+            ).astype(int)
+            for row in counts
+        ]
 
     def judge(self, steps: int) -> str | None:
         runs, (coordinators, others) = int(self.runs.numpy()[0]), self.strays.numpy()[0]
@@ -279,16 +291,22 @@ def _losses_hint(losses, expected: list[float]) -> str | None:
     return None
 
 
-def _replay(x, y, start, batches):
+def _replay(x, y, start, read):
     """Plain SGD from the weights ``start`` (kernel, bias) over the batches each worker read
-    (its i-th: examples 32 i to 32 i + 31, modulo the examples), the workers' steps taken in
-    turn, here on the coordinator: (the weights' expected moves, each step's loss)."""
+    (``read``: per worker, its examples' indices in order, 32 a batch, or a number k of
+    batches: examples 32 i to 32 i + 31, modulo the examples, for i < k), the workers' steps
+    taken in turn, here on the coordinator: (the weights' expected moves, each step's loss)."""
+    read = [
+        np.arange(k * _BATCH) % len(x) if isinstance(k, int | np.integer) else np.asarray(k)
+        for k in read
+    ]
+    batches = [len(r) // _BATCH for r in read]
     kernel, bias = (w.astype(np.float64) for w in start)
     losses = []
     for i in range(max(batches, default=0)):
-        for k in batches:
+        for k, order in zip(batches, read, strict=True):
             if i < k:
-                rows = slice(i * _BATCH % len(x), i * _BATCH % len(x) + _BATCH)
+                rows = order[i * _BATCH : (i + 1) * _BATCH]
                 error = x[rows] @ kernel + bias - y[rows]
                 losses.append(float(np.mean(error**2)))
                 kernel = kernel - _LEARNING_RATE * 2 * x[rows].T @ error / _BATCH
@@ -371,6 +389,11 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ),
         ("batches of 64", "examples().repeat().batch(32)", "examples().repeat().batch(64)"),
         (
+            "a dataset that repeats twice",
+            "examples().repeat().batch(32)",
+            "examples().repeat(2).batch(32)",
+        ),
+        (
             "no apply_gradients",
             "        optimizer.apply_gradients("
             "zip(grads, model.trainable_variables, strict=True))\n",
@@ -405,5 +428,62 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ("the workers that failed", "extra_bound = 3", "extra_bound = 2"),
         ("one more for the restart", "extra_bound = 3", "extra_bound = 4"),
         ("text, not a number", "extra_bound = 3", 'extra_bound = "3"'),
+    ],
+}
+
+# Right answers written differently from the solution, as the exercise's text allows:
+# exercise -> [(name, text of the solution cell, what replaces it)]; each must be "right".
+RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
+    "09.1": [
+        (
+            "the resolver from a dict, the partitioner imported, a zeros initializer",
+            "resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(\n"
+            '    tf.train.ClusterSpec(spec), task_type="chief", task_id=0, rpc_layer="grpc"\n'
+            ")\n"
+            "strategy = tf.distribute.ParameterServerStrategy(\n"
+            "    resolver,\n"
+            "    variable_partitioner=tf.distribute.experimental.partitioners."
+            "FixedShardsPartitioner(3),\n"
+            ")\n",
+            "partitioners = tf.distribute.experimental.partitioners\n"
+            "cluster_spec = tf.train.ClusterSpec(spec)\n"
+            "resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(\n"
+            '    cluster_spec, task_type="chief", task_id=0, rpc_layer="grpc"\n'
+            ")\n"
+            "strategy = tf.distribute.ParameterServerStrategy(\n"
+            "    resolver, variable_partitioner=partitioners.FixedShardsPartitioner(num_shards=3)\n"
+            ")\n",
+        ),
+        (
+            "a variable of zeros, with no name",
+            'embedding = tf.Variable(tf.random.normal([12, 4]), name="embedding")',
+            "embedding = tf.Variable(tf.zeros((12, 4)))",
+        ),
+    ],
+    "09.2": [
+        (
+            "shuffled, batched before the repeat, prefetched",
+            "examples().repeat().batch(32)",
+            "examples().shuffle(1024).batch(32).repeat().prefetch(tf.data.AUTOTUNE)",
+        ),
+        (
+            "a Keras loss object, the model called without training=True",
+            "            loss = tf.reduce_mean(tf.square(model(x, training=True) - y))\n",
+            "            loss = tf.keras.losses.MeanSquaredError()(y, model(x))\n",
+        ),
+        (
+            "a for loop that appends, a wait by fetching every loss",
+            "    losses = [coordinator.schedule(train_step, args=(iterator,)) "
+            "for _ in range(steps)]\n"
+            "    coordinator.join()\n",
+            "    losses = []\n"
+            "    for _ in range(steps):\n"
+            "        losses.append(coordinator.schedule(train_step, args=(iterator,)))\n"
+            "    coordinator.fetch(losses)  # waits for every step\n",
+        ),
+    ],
+    "09.3": [
+        ("a sum", "extra_bound = 3", "extra_bound = 2 + 1"),
+        ("counted out", "extra_bound = 3", 'extra_bound = len(["w1", "w1", "w3"])'),
     ],
 }

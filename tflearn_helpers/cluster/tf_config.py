@@ -62,6 +62,9 @@ def validate(config) -> dict:
     if not isinstance(task, dict):
         raise TFConfigError('TF_CONFIG["task"] must be an object with "type" and "index"')
     task_type, index = task.get("type"), task.get("index", 0)
+    if task_type == "evaluator" and task_type not in cluster:
+        # TensorFlow allows it (multi_worker_util): the evaluator is not part of training
+        cluster = {**cluster, "evaluator": ["(outside the training cluster)"]}
     if task_type not in cluster:
         raise TFConfigError(
             f'TF_CONFIG["task"]["type"] = {task_type!r} is not a job of the cluster '
