@@ -164,6 +164,8 @@ def _raised(err: Exception) -> str:
     import tensorflow as tf
 
     lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    if len(lines) > 1 and lines[-1].startswith("Please see"):  # a link: the first line says
+        lines = lines[:1]  # what is wrong (Keras 2's loss objects under a strategy)
     last = (lines[-1] if lines else "")[:200]
     if isinstance(err, tf.errors.OutOfRangeError):
         return "a worker's pipeline ran out of batches: it must never end"
@@ -467,9 +469,9 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
             "examples().shuffle(1024).batch(32).repeat().prefetch(tf.data.AUTOTUNE)",
         ),
         (
-            "a Keras loss object, the model called without training=True",
+            "Keras' mean squared error, the model called without training=True",
             "            loss = tf.reduce_mean(tf.square(model(x, training=True) - y))\n",
-            "            loss = tf.keras.losses.MeanSquaredError()(y, model(x))\n",
+            "            loss = tf.reduce_mean(tf.keras.losses.mean_squared_error(y, model(x)))\n",
         ),
         (
             "a for loop that appends, a wait by fetching every loss",
