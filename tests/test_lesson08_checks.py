@@ -232,7 +232,7 @@ def test_08_5_a_stalled_sync_run_is_wrong_not_a_hang():
 def _sync_outcome(chief_losses, other_losses):
     """What two workers printed: (global step after the run, loss) pairs each."""
     graph = {"kind": "graph", "variables": {"w": "/job:ps/task:0"}, "num_required": [2]}
-    graph["global_step"] = True
+    graph.update(global_step=True, num_required_of_3=[3], compute=["/job:worker/task:0"], task=0)
     runs = [
         [{"kind": "step", "after": after, "loss": loss} for after, loss in pairs]
         for pairs in (chief_losses, other_losses)
