@@ -21,7 +21,9 @@ from pathlib import Path
 from tflearn_helpers import precision, report
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 import course  # noqa: E402  (tools/course.py: the course runner)
+from mixed_precision_cpu import cpu_features  # noqa: E402
 
 BUDGET = {"smoke": 60, "cpu": 180}  # seconds per lesson on 2 cores (the brief, issue 23)
 
@@ -62,7 +64,7 @@ def main() -> None:
           f"{s / f32:.2f}x" if s and f32 else "-") for p, s in steps.items()],
         ("policy (tiny CPU step)", "step time", "step time / float32's"),
     ))  # fmt: skip
-    print(f"CPU flags read: {precision.cpu_features()}")
+    print(f"CPU flags read: {cpu_features()}")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Each (oneDNN, policy) setting runs in a fresh CPU-only process with one thread
 (``TF_ENABLE_ONEDNN_OPTS`` is read when TensorFlow is imported): a training step of two
-64-channel 3x3 convolutions on 32x32 images, batch 16 (``precision.tiny_step_seconds``).
+64-channel 3x3 convolutions on 32x32 images, batch 16 (the step ``precision.probe`` times).
 A setting that misses its deadline is stopped and shown as "too slow here (> N s)", not
 waited for. Prints the CPU features read, each step time and its ratio to float32.
 
@@ -17,13 +17,24 @@ import platform
 from tflearn_helpers import precision, report
 
 NAMES = {"float32": "float32", "mixed_bfloat16": "bfloat16", "mixed_float16": "float16"}
+FEATURES = ("avx512_fp16", "amx_fp16", "avx512_bf16", "amx_bf16", "amx_tile")
+
+
+def cpu_features(cpuinfo: str = "/proc/cpuinfo") -> dict[str, bool] | None:
+    """The CPU flags of ``FEATURES`` this machine has; None where /proc/cpuinfo is missing."""
+    try:
+        with open(cpuinfo) as f:
+            flags = {w for line in f if line.startswith("flags") for w in line.split()}
+    except OSError:
+        return None
+    return {name: name in flags for name in FEATURES}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--deadline", type=float, default=60, help="seconds per setting")
     args = parser.parse_args()
-    features = precision.cpu_features()
+    features = cpu_features()
     print(f"CPU: {platform.processor() or platform.machine()}; features read: {features}")
     rows = []
     for onednn in (True, False):

@@ -165,6 +165,21 @@ class Trainer:
                     links["grads_back"][s - 1].put(x_grad)
 
 
+def time_segments(segments, x, steps: int = 3) -> list[float]:
+    """Median forward time (seconds, traced, inference mode) of each segment, feeding each
+    the previous one's output; a cost to ``model_parallel.balance`` by."""
+    import tensorflow as tf
+
+    from tflearn_helpers import measure
+
+    seconds = []
+    for segment in segments:
+        forward = tf.function(lambda a, segment=segment: segment(a, training=False))
+        seconds.append(measure.time_steps(lambda f=forward, a=x: f(a), steps=steps).median)
+        x = forward(x)
+    return seconds
+
+
 def build(args, devices):
     """ResNet-50 split in 2 stages balanced by measured forward time, and its data."""
     import keras
@@ -179,7 +194,7 @@ def build(args, devices):
     x = tf.random.normal((args.batch, args.image, args.image, 3))
     y = tf.random.uniform((args.batch,), 0, 10, tf.int32)
     blocks = model_parallel.block_boundaries(model)
-    seg_s = model_parallel.time_segments(model_parallel.segment_models(model, blocks), x)
+    seg_s = time_segments(model_parallel.segment_models(model, blocks), x)
     cuts = [blocks[i] for i in model_parallel.balance(seg_s, len(devices))]
     stages = []
     for segment, device in zip(model_parallel.segment_models(model, cuts), devices, strict=True):

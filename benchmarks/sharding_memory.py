@@ -1,18 +1,19 @@
-"""Lesson 06's memory model against what was measured: recomputation and the ZeRO stages.
+"""Lesson 06's memory model against what was measured: recomputation, and the lesson's figures.
 
-One run prints two tables, each as predicted / measured:
+One run prints two tables:
 
-- activation recomputation: lesson 06's Transformer program (taken from the notebook's
-  ``%%writefile`` cell, so the two cannot drift apart) runs in fresh processes with the BFC
-  allocator's statistics on, with and without ``tf.recompute_grad``, one after the other; next
-  to each measured peak, the memory model's prediction (``memory.transformer``)
-  and the step-time ratio;
-- ZeRO stages 0-3 on 2 replicas: lesson 06 itself is executed (smoke scale, plain nbclient),
-  and the bytes each replica's variables held (section 2's table) are set against the model's
-  prediction. A CPU's logical devices share one allocator, so no per-replica *peak* can be
-  measured here; the bytes held are what the replicas' own variables hold.
+- activation recomputation, as predicted / measured: lesson 06's Transformer program (taken
+  from the notebook's ``%%writefile`` cell, so the two cannot drift apart) runs in fresh
+  processes with the BFC allocator's statistics on, with and without ``tf.recompute_grad``, one
+  after the other; next to each measured peak, the memory model's prediction
+  (``memory.transformer``) and the step-time ratio;
+- lesson 06's headline figures: the lesson itself is executed (smoke scale, plain nbclient) and
+  its ``headline`` figures are read from the outputs' metadata (``report.HEADLINE_KEY``, as the
+  course runner reads them): ZeRO-3's state and measured peak per replica against plain data
+  parallelism among them. The lesson asserts that the bytes each replica holds at every ZeRO
+  stage equal the model's, so those are not measured again here.
 
-    python benchmarks/sharding_memory.py [--batch 8] [--steps 3] [--skip-zero]
+    python benchmarks/sharding_memory.py [--batch 8] [--steps 3] [--skip-lesson]
 """
 
 from __future__ import annotations
@@ -33,12 +34,13 @@ SHAPES = (
 )
 
 
-def program() -> Path:
+def program(folder: Path) -> Path:
+    """Lesson 06's ``%%writefile`` program, written into ``folder``."""
     cells = json.loads(NOTEBOOK.read_text())["cells"]
     source = next(
         "".join(c["source"]) for c in cells if "".join(c["source"]).startswith("%%writefile")
     )
-    path = Path(tempfile.mkdtemp()) / "transformer_block.py"
+    path = folder / "transformer_block.py"
     path.write_text(source.split("\n", 1)[1])
     return path
 
@@ -49,27 +51,31 @@ def recomputation(batch: int, steps: int) -> list[tuple]:
         "CUDA_VISIBLE_DEVICES": "",
         "TF_CPP_MIN_LOG_LEVEL": "2",
     }
-    path, rows = program(), []
-    for shape in SHAPES:
-        got = {}
-        for recompute in (False, True):  # one at a time: the two would share the cores
-            argv = json.dumps([shape, batch, recompute, steps])
-            child = programs.processes.start(
-                [sys.executable, path, argv], env=env, merge_stderr=False
-            )
-            if child.wait(timeout=900) != 0:
-                raise RuntimeError(f"recompute={recompute} failed:\n{child.errors()[-2000:]}")
-            got[recompute] = programs.events.parse(child.output(), "result")[-1]
-            need = memory.transformer(memory.TransformerShape(**shape), batch, recompute=recompute)
-            peak = got[recompute]["peak"]
-            rows.append((f"T={shape['seq']} blocks={shape['blocks']}", recompute,
-                         need.total / memory.MiB, peak / memory.MiB, need.total / peak,
-                         got[recompute]["seconds"] / got[False]["seconds"]))  # fmt: skip
+    rows = []
+    with tempfile.TemporaryDirectory() as work:  # the program's copy goes with it
+        path = program(Path(work))
+        for shape in SHAPES:
+            got = {}
+            for recompute in (False, True):  # one at a time: the two would share the cores
+                argv = json.dumps([shape, batch, recompute, steps])
+                child = programs.processes.start(
+                    [sys.executable, path, argv], env=env, merge_stderr=False
+                )
+                if child.wait(timeout=900) != 0:
+                    raise RuntimeError(f"recompute={recompute} failed:\n{child.errors()[-2000:]}")
+                got[recompute] = programs.events.parse(child.output(), "result")[-1]
+                need = memory.transformer(
+                    memory.TransformerShape(**shape), batch, recompute=recompute
+                )
+                peak = got[recompute]["peak"]
+                rows.append((f"T={shape['seq']} blocks={shape['blocks']}", recompute,
+                             need.total / memory.MiB, peak / memory.MiB, need.total / peak,
+                             got[recompute]["seconds"] / got[False]["seconds"]))  # fmt: skip
     return rows
 
 
-def zero_stages(timeout: float = 900) -> list[tuple]:
-    """Run lesson 06 at smoke scale; read section 2's table of bytes held per replica."""
+def lesson_headlines(timeout: float = 900) -> list[tuple[str, str]]:
+    """Run lesson 06 at smoke scale; its headline figures, (label, value), in order."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -77,32 +83,28 @@ def zero_stages(timeout: float = 900) -> list[tuple]:
     os.environ["TFLEARN_SCALE"] = "smoke"
     with tempfile.TemporaryDirectory() as work:
         NotebookClient(nb, timeout=timeout, resources={"metadata": {"path": work}}).execute()
-    cell = next(c for c in nb.cells if c.source.startswith("def held_bytes"))
-    text = "".join(o.get("data", {}).get("text/plain", o.get("text", "")) for o in cell.outputs)
-    rows = []
-    for line in text.splitlines():
-        fields = line.split()  # a DataFrame's row: index, stage, max gap, bytes held, model bytes
-        if len(fields) == 5 and fields[0].isdigit():
-            stage, held, predicted = int(fields[1]), int(fields[3]), int(fields[4])
-            rows.append((stage, predicted, held, predicted / held))
-    if len(rows) != 4:
-        raise RuntimeError(f"expected 4 ZeRO stages in lesson 06's table, read:\n{text}")
-    return rows
+    figures = [
+        output["metadata"][report.HEADLINE_KEY]
+        for cell in nb.cells
+        for output in cell.get("outputs", [])
+        if report.HEADLINE_KEY in output.get("metadata", {})
+    ]
+    if not any("ZeRO-3" in f["label"] for f in figures):
+        raise RuntimeError(f"lesson 06 showed no ZeRO-3 headline; it showed {figures}")
+    return [(f["label"], f["value"]) for f in figures]
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--skip-zero", action="store_true", help="only the recomputation table")
+    parser.add_argument("--skip-lesson", action="store_true", help="only the recomputation table")
     args = parser.parse_args(argv)
     headers = ("model", "recompute", "model MiB", "measured MiB", "model / measured",
                "step time / without")  # fmt: skip
     print(report.format_table(recomputation(args.batch, args.steps), headers))
-    if not args.skip_zero:
-        headers = ("ZeRO stage (2 replicas)", "model bytes per replica", "bytes held per replica",
-                   "model / held")  # fmt: skip
-        print(report.format_table(zero_stages(), headers))
+    if not args.skip_lesson:
+        print(report.format_table(lesson_headlines(), ("lesson 06 (smoke)", "measured")))
     return 0
 
 

@@ -3,14 +3,6 @@ import pytest
 from tflearn_helpers import precision
 
 
-def test_cpu_features_are_read_from_the_flags_line(tmp_path):
-    info = tmp_path / "cpuinfo"
-    info.write_text("processor : 0\nflags : fpu avx2 avx512f avx512_bf16\n")
-    found = precision.cpu_features(str(info))
-    assert found["avx512_bf16"] and not found["avx512_fp16"] and not found["amx_bf16"]
-    assert precision.cpu_features(str(tmp_path / "missing")) is None
-
-
 def test_probe_rejects_bad_input_before_starting_anything():
     with pytest.raises(ValueError, match="deadline"):
         precision.probe(0)

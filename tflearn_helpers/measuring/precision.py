@@ -1,4 +1,4 @@
-"""Which mixed-precision policy fits this machine (lessons 00 and 02, benchmarks/).
+"""Which mixed-precision policy fits this machine (lesson 02, benchmarks/).
 
 GPUs: ``mixed_float16`` with loss scaling (Tensor Cores). CPUs: ``mixed_bfloat16`` where the
 CPU has bfloat16 units (AVX512-BF16, AMX-BF16), ``float32`` otherwise. The flags are not
@@ -17,23 +17,12 @@ import time
 
 from ..programs import events, processes
 
-__all__ = ["FEATURES", "POLICIES", "cpu_features", "probe", "tiny_step_seconds"]
+__all__ = ["POLICIES", "probe"]
 
 POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")  # float16 last: it may never finish
-FEATURES = ("avx512_fp16", "amx_fp16", "avx512_bf16", "amx_bf16", "amx_tile")
 
 
-def cpu_features(cpuinfo: str = "/proc/cpuinfo") -> dict[str, bool] | None:
-    """The CPU flags of ``FEATURES`` this machine has; None where /proc/cpuinfo is missing."""
-    try:
-        with open(cpuinfo) as f:
-            flags = {w for line in f if line.startswith("flags") for w in line.split()}
-    except OSError:
-        return None
-    return {name: name in flags for name in FEATURES}
-
-
-def tiny_step_seconds(policy: str, steps: int = 3, batch: int = 16, image: int = 32) -> float:
+def _tiny_step_seconds(policy: str, steps: int = 3, batch: int = 16, image: int = 32) -> float:
     """Median seconds of one training step of two 64-channel 3x3 convolutions computed in the
     policy's dtype (float32 variables cast to it, as a Keras mixed policy does), in this
     process, after one untimed step. Plain TensorFlow: it traces in a fraction of a second."""
@@ -124,7 +113,7 @@ def main(argv=None) -> int:
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     for policy in args.policies.split(","):
         began = time.time()
-        seconds = tiny_step_seconds(policy, steps=5)
+        seconds = _tiny_step_seconds(policy, steps=5)
         events.emit(
             "step", policy=policy, seconds=seconds, took=time.time() - began, at=time.time()
         )

@@ -1,9 +1,9 @@
 """Model parallelism plumbing: where to cut a Keras functional model (taught in lesson 03).
 
 ``segment_models`` cuts a functional model (e.g. ResNet-50/101 from ``keras.applications``)
-at named layers such as ``"conv3_block1_out"`` into unplaced sub-models; ``time_segments``
-and ``balance`` pick cuts that even out a per-segment cost (parameters or measured time) for
-exercises, benchmarks and the memory planner. Lesson 03 writes its own timing and balancing,
+at named layers such as ``"conv3_block1_out"`` into unplaced sub-models; ``balance`` picks
+cuts that even out a per-segment cost (parameters or measured time) for exercises, benchmarks
+and the memory planner. Lesson 03 writes its own timing and balancing,
 the placement of the stages on devices and the pipeline schedules.
 """
 
@@ -15,7 +15,6 @@ __all__ = [
     "balance",
     "block_boundaries",
     "segment_models",
-    "time_segments",
 ]
 
 _BLOCK_OUT = re.compile(r"^conv\d+_block\d+_out$")
@@ -43,21 +42,6 @@ def segment_models(model, cuts):
 
 
 # ---- End of taught code.
-
-
-def time_segments(segments, x, steps: int = 3) -> list[float]:
-    """Median forward time (seconds, traced, inference mode) of each segment, feeding each
-    the previous one's output; a cost to ``balance`` by."""
-    import tensorflow as tf
-
-    from ..measuring.measure import time_steps
-
-    seconds = []
-    for segment in segments:
-        forward = tf.function(lambda a, segment=segment: segment(a, training=False))
-        seconds.append(time_steps(lambda f=forward, a=x: f(a), steps=steps).median)
-        x = forward(x)
-    return seconds
 
 
 def balance(costs: list[float], stages: int) -> list[int]:
