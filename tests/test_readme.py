@@ -17,7 +17,8 @@ def package_names(text: str) -> list[str]:
     """The dotted code spans whose first part is a module of the package."""
     top = {p.stem for p in Path(tflearn_helpers.__file__).parent.iterdir()}
     top |= {n for n in dir(tflearn_helpers) if inspect.ismodule(getattr(tflearn_helpers, n))}
-    return [name for name in SPAN.findall(text) if name.split(".")[0] in top]
+    spans = [name for name in SPAN.findall(text) if not name.endswith(".py")]  # a file name
+    return [name for name in spans if name.split(".")[0] in top]
 
 
 def resolves(dotted: str) -> bool:
@@ -51,3 +52,4 @@ def test_a_stale_name_is_caught():
     assert resolves("programs.events") and resolves("mirrored.max_abs_difference")
     assert not resolves("mirrored.no_such_function") and not resolves("cluster.no_module")
     assert package_names("`programs.events` and `tf.function`") == ["programs.events"]
+    assert package_names("`doctor.py` and `doctor.main`") == ["doctor.main"]

@@ -1,6 +1,8 @@
-"""The legacy Kubeflow Training Operator v1 ``TFJob`` of a multi-worker job (lesson 07): the
-operator writes each pod's TF_CONFIG itself. Part of ``kubernetes.manifests``; the current
-forms (Indexed Job, JobSet, TrainJob) are in :mod:`.kubernetes`.
+"""The legacy Kubeflow ``TFJob`` of a multi-worker job (lesson 07).
+
+Kubeflow's Training Operator v1 writes each pod's TF_CONFIG itself. Part of
+``kubernetes.manifests``; the current forms (Indexed Job, JobSet, TrainJob) are in
+:mod:`.kubernetes`.
 """
 
 from __future__ import annotations

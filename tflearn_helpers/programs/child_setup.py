@@ -1,7 +1,8 @@
-"""What a child process does first, before it runs a line of its program: die with its parent,
-enter another process's namespaces, take a core. Both ways a child starts use it: the
-``preexec_fn`` of a Popen (:mod:`.processes`, :mod:`..cluster.network`) and a fork of
-:mod:`.fork_server`.
+"""What a child process does before its program runs: die with its parent, enter another
+process's namespaces, take a core.
+
+Both ways a child starts use it: the ``preexec_fn`` of a Popen (:mod:`.processes`,
+:mod:`..cluster.network`) and a fork of :mod:`.fork_server`.
 """
 
 from __future__ import annotations
