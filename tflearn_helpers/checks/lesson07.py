@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..cluster.slurm import _FINISHED as _ENDED  # every state a job ends in
+from ..cluster.slurm import ENDED_STATES as _ENDED  # every state a job ends in
 from ..programs import events
 from . import exercise, learner_source
 

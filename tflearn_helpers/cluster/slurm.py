@@ -43,14 +43,20 @@ from ..programs import child_setup, processes
 from ..runtime import validate
 from . import slurm_isolation
 
-__all__ = ["INSTALL_COMMAND", "LocalSlurm", "SlurmNotInstalledError", "missing_programs"]
+__all__ = [
+    "ENDED_STATES",
+    "INSTALL_COMMAND",
+    "LocalSlurm",
+    "SlurmNotInstalledError",
+    "missing_programs",
+]
 
 INSTALL_COMMAND = "apt-get install slurm-wlm munge"
 _PROGRAMS = ("munged", "slurmctld", "slurmd", "slurmstepd", "sinfo", "srun", "sbatch", "squeue",
              "scontrol", "scancel")  # fmt: skip
 _SBIN = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-_FINISHED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
-             "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}  # fmt: skip
+ENDED_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
+                "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}  # fmt: skip  # a job ends in one
 _NETWORKS = ("auto", "private", "loopback")
 # A requeued job may start again cred_expire seconds after the requeue (120 by default), at
 # the next scheduling pass (every 60 s by default): a requeue here takes seconds, not minutes
@@ -318,7 +324,7 @@ class LocalSlurm:
     def wait_job(self, job_id, timeout: float = 60.0) -> str:
         """Wait until job ``job_id`` has finished; its final state (e.g. COMPLETED)."""
         return processes.wait_until(
-            lambda: (state := self.job_state(job_id)) in _FINISHED and state,
+            lambda: (state := self.job_state(job_id)) in ENDED_STATES and state,
             timeout,
             f"Slurm job {job_id} to finish",
             depends_on=self.daemons.values(),
