@@ -105,7 +105,9 @@ import tensorflow as tf
 from tflearn_helpers.checks import _evaluate
 
 
-def tp(same_device=False, reduce=True, whole=False, placed=True):
+def tp(same_device=False, reduce=True, whole=False, placed=True, to_one=False, plain=False):
+    # the solution, and wrong answers: pieces on one device, no sum, whole matrices, products
+    # on one device, a reduce to one device copied to the others, no custom gradient
     def make(w1, b1, w2, b2, devices):
         n = len(devices)
         pieces, shards = [], []
@@ -116,16 +118,37 @@ def tp(same_device=False, reduce=True, whole=False, placed=True):
             shards.append(shard)
             pieces.extend(shard)
 
+        def sums_of(partial):
+            if to_one:
+                with tf.device(devices[0]):
+                    total = tf.add_n(partial)
+            out = []
+            for i, d in enumerate(devices):
+                with tf.device(d):
+                    if not reduce:
+                        out.append(tf.identity(partial[i]))
+                    else:
+                        out.append(tf.identity(total) if to_one else tf.add_n(partial))
+            return out
+
+        @tf.custom_gradient
+        def all_reduce(*partial):
+            return sums_of(partial), lambda *dys: list(dys)
+
         def forward(x):
             if whole:  # the pieces concatenated back into the whole matrices, on one device
                 a, b, c = (tf.concat(list(p), k) for p, k in zip(zip(*shards), (1, 0, 0)))
-                return tf.nn.gelu(x @ a + b) @ c + b2
-            partial = []
-            for i, (a, b, c) in enumerate(shards):
-                with tf.device(devices[i] if placed else devices[0]):
-                    h = tf.nn.gelu(x @ a + b)
-                    partial.append(h @ c)
-            return (tf.add_n(partial) if reduce else partial[0]) + b2
+                partial = [tf.nn.gelu(x @ a + b) @ c / n] * n
+            else:
+                partial = []
+                for i, (a, b, c) in enumerate(shards):
+                    with tf.device(devices[i] if placed else devices[0]):
+                        partial.append(tf.nn.gelu(x @ a + b) @ c)
+            outputs = []
+            for d, total in zip(devices, sums_of(partial) if plain else all_reduce(*partial)):
+                with tf.device(d):
+                    outputs.append(total + b2)
+            return outputs
 
         return pieces, forward
 
@@ -143,6 +166,10 @@ concatenated = _evaluate("06.2", tp(whole=True), course.devices)
 assert not concatenated.ok and "no matrix product ran" in concatenated.message, concatenated
 on_one = _evaluate("06.2", tp(placed=False), course.devices)
 assert not on_one.ok and "no matrix product ran" in on_one.message, on_one
+to_one = _evaluate("06.2", tp(to_one=True), course.devices)
+assert not to_one.ok and "reduce to one device" in to_one.message, to_one
+plain = _evaluate("06.2", tp(plain=True), course.devices)
+assert not plain.ok and "2x" in plain.message, plain
 print("ok")
 """
 

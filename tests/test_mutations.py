@@ -52,6 +52,7 @@ RIGHT_TABLES = {
     "01": lesson01.RIGHT_ANSWERS,
     "04": lesson04.RIGHT_ANSWERS,
     "05": lesson05.RIGHT_ANSWERS,
+    "06": lesson06.RIGHT_ANSWERS,
     "07": lesson07.RIGHT_ANSWERS,
     "08": lesson08.RIGHT_ANSWERS,
     "09": lesson09.RIGHT_ANSWERS,

@@ -17,7 +17,7 @@ from ..topics import sharding
 from ..topics.placement import PLUMBING_OPS, op_devices, short_device
 from . import course_code, exercise
 
-__all__ = ["MUTATIONS", "zero1"]
+__all__ = ["MUTATIONS", "RIGHT_ANSWERS", "zero1"]
 
 
 def _local(strategy, variable):
@@ -129,31 +129,88 @@ def zero1(make_zero1, strategy, steps=3, lr=0.1, beta=0.9):
     return None
 
 
-def _mlp_problem(w1, b1, w2, b2, x, pieces, forward):
-    """A hint unless forward's output and gradients match the one-device MLP's."""
+def _piece_slices(w1, b1, w2, n: int) -> list[tuple[str, int, object]]:
+    """(name, device index, value) of every piece the exercise asks for."""
     import tensorflow as tf
 
-    with tf.GradientTape(persistent=True) as tape:
+    return [
+        (name, i, part)
+        for name, whole, axis in (("w1", w1, 1), ("b1", b1, 0), ("w2", w2, 0))
+        for i, part in enumerate(tf.split(whole, n, axis=axis))
+    ]
+
+
+def _mlp_problem(w1, b1, w2, b2, x, pieces, forward, devices):
+    """A hint unless every device's output is the one-device MLP's, and each piece's gradient
+    (each device differentiating its own copy of the loss) is its slice of the MLP's."""
+    import tensorflow as tf
+
+    n = len(devices)
+    with tf.GradientTape() as tape:
         tape.watch(x)
-        y = forward(x)
-        loss = tf.reduce_sum(tf.sin(y))
+        ys = forward(x)
+        if not isinstance(ys, list | tuple) or len(ys) != n:
+            return (
+                f"forward should return a list of {n} outputs, one on each device: the "
+                "all-reduce leaves the sum on every device"
+            )
+        losses = [tf.reduce_sum(tf.sin(y)) for y in ys]  # each device: its own loss
     with tf.GradientTape() as ref_tape:
         ref_tape.watch([x, w1, b1, w2])
         y_ref = tf.nn.gelu(x @ w1 + b1) @ w2 + b2
         ref_loss = tf.reduce_sum(tf.sin(y_ref))
-    if y.shape != y_ref.shape or not np.allclose(y, y_ref, atol=1e-4):
+    if any(y.shape != y_ref.shape or not np.allclose(y, y_ref, atol=1e-4) for y in ys):
         return (
-            "the output differs from the one-device MLP: are the partial outputs of all "
-            "devices summed (the all-reduce), with b2 added once?"
+            "a device's output differs from the one-device MLP: are the partial outputs of "
+            "all devices summed (the all-reduce), with b2 added once?"
         )
-    ref = ref_tape.gradient(ref_loss, [x, w1, b1, w2])
-    got = tape.gradient(loss, [x, *pieces])
+    where = [short_device(y.device) for y in ys]
+    if where != [short_device(d) for d in devices]:
+        return (
+            f"the outputs live on {where}: output i should be device i's own copy of the sum, "
+            "computed there"
+        )
+    names = ("x", "w1", "b1", "w2")
+    ref = dict(zip(names, ref_tape.gradient(ref_loss, [x, w1, b1, w2]), strict=True))
+    got = tape.gradient(losses, [x, *pieces])
     if any(g is None for g in got):
         return "some pieces get no gradient: use every piece in forward"
-    norm_ref = sum(float(tf.reduce_sum(g**2)) for g in ref[1:])
-    norm_got = sum(float(tf.reduce_sum(tf.convert_to_tensor(g) ** 2)) for g in got[1:])
-    if not np.allclose(got[0], ref[0], atol=1e-4) or not np.isclose(norm_got, norm_ref, rtol=1e-3):
-        return "the gradients differ from the one-device MLP's"
+    slices = _piece_slices(ref["w1"], ref["b1"], ref["w2"], n)
+    values = _piece_slices(w1, b1, w2, n)
+    for piece, grad in zip(pieces, got[1:], strict=True):
+        match = [k for k, (_, _, v) in enumerate(values) if v.shape == piece.shape
+                 and np.array_equal(v, piece)]  # fmt: skip
+        if not match:
+            return "a piece is not one of the column blocks of w1 or b1 or row blocks of w2"
+        name, i, expected = slices[match[0]]
+        grad = tf.convert_to_tensor(grad)
+        if np.allclose(grad, n * expected, atol=1e-4, rtol=1e-4):
+            return (
+                f"each piece's gradient is {n}x the one-device MLP's: every device's loss "
+                "reaches every piece through your sum. Each device differentiates its own "
+                "copy of the loss, so the all-reduce's backward pass must be the identity (g)"
+            )
+        if not np.allclose(grad, expected, atol=1e-4, rtol=1e-4):
+            return f"the gradient of device {i}'s piece of {name} differs from the one-device MLP's"
+    if not np.allclose(got[0], ref["x"], atol=1e-4):
+        return "the gradient of x differs from the one-device MLP's"
+    return None
+
+
+def _sums_problem(forward, x, devices):
+    """A hint unless each device adds the partial outputs itself (an all-reduce), read from
+    the traced graph: the ops that combine values made on two or more devices, and where."""
+    import tensorflow as tf
+
+    graph = tf.function(getattr(forward, "python_function", forward)).get_concrete_function(x)
+    outputs = [t for t in graph.outputs]
+    summed = set(_sums_per_device(_ancestors(outputs)))
+    missing = sorted({short_device(d) for d in devices} - summed)
+    if missing:
+        return (
+            f"no sum of the partial outputs ran on {missing}: a reduce to one device and "
+            "copies of its result is not an all-reduce; each device should add the parts itself"
+        )
     return None
 
 
@@ -186,9 +243,11 @@ def _products_problem(forward, x, devices, hidden: int):
 def tensor_parallel_mlp(make_tp_mlp, devices):
     """``make_tp_mlp(w1, b1, w2, b2, devices) -> (pieces, forward)``: the MLP
     ``gelu(x w1 + b1) w2 + b2`` with w1 (and b1) split by columns and w2 by rows over
-    ``devices``; ``pieces`` are the variables holding w1, b1 and w2 (b2 stays whole). Fresh
-    random sizes and values; judged by the output, the gradients, where each piece lives, and
-    where the products ran."""
+    ``devices``; ``pieces`` are the variables holding w1, b1 and w2 (b2 stays whole);
+    ``forward(x)`` returns one output per device, each the whole sum (an all-reduce). Fresh
+    random sizes and values; judged by every device's output, each piece's gradient (each
+    device differentiating its own copy of the loss), where each piece lives, where the
+    products ran, and where the partial outputs were added (on every device)."""
     import tensorflow as tf
 
     if course_code(make_tp_mlp):
@@ -211,8 +270,10 @@ def tensor_parallel_mlp(make_tp_mlp, devices):
         return "your pieces do not live on every device: create piece i under tf.device(devices[i])"
     if len(set(held.values())) != 1:
         return "the devices hold unequal shares of the weights: split both matrices evenly"
-    return _mlp_problem(w1, b1, w2, b2, x, pieces, forward) or _products_problem(
-        forward, x, devices, hidden
+    return (
+        _mlp_problem(w1, b1, w2, b2, x, pieces, forward, devices)
+        or _products_problem(forward, x, devices, hidden)
+        or _sums_problem(forward, x, devices)
     )
 
 
@@ -442,10 +503,9 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "        partial = []\n"
             "        for d, (a, b, c) in zip(devices, shards, strict=True):\n"
             "            with tf.device(d):\n"
-            "                partial.append(tf.nn.gelu(x @ a + b) @ c)\n"
-            "        return tf.add_n(partial) + b2  # the all-reduce\n",
+            "                partial.append(tf.nn.gelu(x @ a + b) @ c)\n",
             "        a, b, c = (tf.concat(list(p), k) for p, k in zip(zip(*shards), (1, 0, 0)))\n"
-            "        return tf.nn.gelu(x @ a + b) @ c + b2\n",
+            "        partial = [tf.nn.gelu(x @ a + b) @ c / n] * n\n",
         ),
         (
             "no tf.device in forward",
@@ -459,13 +519,51 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ),
         ("relu for gelu", "tf.nn.gelu(x @ a + b)", "tf.nn.relu(x @ a + b)"),
         (
-            "b2 added on every device",
+            "b2 added to every partial output",
             "partial.append(tf.nn.gelu(x @ a + b) @ c)",
             "partial.append(tf.nn.gelu(x @ a + b) @ c + b2)",
         ),
-        ("the mean of the partial outputs", "tf.add_n(partial) + b2", "tf.add_n(partial) / n + b2"),
-        ("only the first device's output", "tf.add_n(partial) + b2", "partial[0] + b2"),
+        (
+            "the mean of the partial outputs",
+            "sums.append(tf.add_n(partial))",
+            "sums.append(tf.add_n(partial) / n)",
+        ),
+        (
+            "each device keeps only its own partial output",
+            "sums.append(tf.add_n(partial))",
+            "sums.append(partial[devices.index(d)])",
+        ),
         ("w2 split by columns", "tf.split(w2, n)", "tf.split(w2, n, axis=1)"),
+        (
+            "a reduce to one device, its sum copied to the others",
+            "        sums = []\n"
+            "        for d in devices:\n"
+            "            with tf.device(d):\n"
+            "                sums.append(tf.add_n(partial))\n",
+            "        with tf.device(devices[0]):\n"
+            "            total = tf.add_n(partial)  # reduced on one device\n"
+            "        sums = []\n"
+            "        for d in devices:\n"
+            "            with tf.device(d):\n"
+            "                sums.append(tf.identity(total))\n",
+        ),
+        (
+            "no custom gradient: every device's loss reaches every piece",
+            "    @tf.custom_gradient\n    def all_reduce(*partial):",
+            "    def all_reduce(*partial):\n"
+            "        return all_sums(*partial)[0]\n\n"
+            "    def all_sums(*partial):",
+        ),
+        (
+            "the all-reduce's backward an all-reduce too (f's, not g's)",
+            "return sums, lambda *dys: list(dys)",
+            "return sums, lambda *dys: [tf.add_n(dys)] * n",
+        ),
+        (
+            "one output, not one per device",
+            "        return outputs\n",
+            "        return outputs[0]\n",
+        ),
     ],
     "06.3": [
         (
@@ -532,5 +630,65 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "return tf.zeros_like(shard), dx",
         ),
         ("the unit itself returned, run on the shard", "    return run\n", "    return forward\n"),
+    ],
+}
+
+
+# Right answers written another way than the solution (each a change the exercise's text
+# allows): exercise -> [(name, text of the solution cell, what replaces it)].
+# tests/test_mutations.py applies each to the solution cell and expects "right".
+RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
+    "06.1": [
+        (
+            "the all-gather with ReplicaContext.all_gather (through one device: 1.25x)",
+            "params.assign(ctx.merge_call(all_gather, args=(new,)))",
+            "params.assign(ctx.all_gather(new, axis=0))",
+        ),
+        (
+            "the gradient cut with a reshape",
+            "args=tuple(tf.split(grad, n)))[r]",
+            "args=tuple(tf.unstack(tf.reshape(grad, [n, -1]))))[r]",
+        ),
+        (
+            "the momentum updated in place",
+            "momentum.assign(beta * momentum + mine)",
+            "momentum.assign_add((beta - 1) * momentum + mine)",
+        ),
+    ],
+    "06.2": [
+        (
+            "each device's sum with Python's sum",
+            "sums.append(tf.add_n(partial))",
+            "sums.append(sum(partial[1:], partial[0]))",
+        ),
+        (
+            "the identity backward as copies",
+            "return sums, lambda *dys: list(dys)",
+            "return sums, lambda *dys: [tf.identity(dy) for dy in dys]",
+        ),
+        (
+            "b2 added inside the all-reduce",
+            "                sums.append(tf.add_n(partial))\n",
+            "                sums.append(tf.add_n(partial) + b2 - b2)\n",
+        ),
+    ],
+    "06.3": [
+        (
+            "the gradient cut with a reshape",
+            "return ctx.merge_call(to_owners, args=tuple(tf.split(grad, n)))[r]",
+            "return ctx.merge_call("
+            "to_owners, args=tuple(tf.unstack(tf.reshape(grad, [n, -1]))))[r]",
+        ),
+        (
+            "the backward's tape watching one tensor at a time",
+            "                tape.watch([full, x])\n",
+            "                tape.watch(full)\n                tape.watch(x)\n",
+        ),
+        (
+            "the gather as a stack of shards, flattened",
+            "return tf.distribute.get_replica_context().all_gather(shard, axis=0)",
+            "return tf.reshape("
+            "tf.distribute.get_replica_context().all_gather(shard[None], axis=0), [-1])",
+        ),
     ],
 }
