@@ -4,10 +4,11 @@ Lesson 06's worker program (taken from the notebook's ``%%writefile $ZERO_PROGRA
 the two cannot drift apart) runs in two processes under MultiWorkerMirroredStrategy, each
 with ``TF_CPU_ALLOCATOR_USE_BFC=true`` and so an allocator of its own, started as the lesson
 starts them. Each worker trains the
-same Transformer with Adam at every ZeRO stage in turn and reports its own peak per stage.
-The first table sets each peak against the memory model (``memory.transformer``
-plus ``zero_transient``) and prints ZeRO-3 / plain DP per worker; the goal at N = 2 is 0.6x
-or less (the exit code is 1 when a worker misses it). ``--variants`` also runs ZeRO-3 changed
+same Transformer with Adam at every ZeRO stage in turn, and plain DP with the units recomputed
+("0r", as ZeRO-3's are), and reports its own peak per stage. The first table sets each peak
+against the memory model (``memory.transformer`` plus ``zero_transient``) and prints ZeRO-3 /
+plain DP per worker, like for like (both recomputing); the goal at N = 2 is 0.6x or less (the
+exit code is 1 when a worker misses it). ``--variants`` also runs ZeRO-3 changed
 in one respect each, beside plain DP in the same processes: what lowers the peak.
 
     python benchmarks/zero_memory.py [--blocks 8] [--width 128] [--variants]
@@ -84,20 +85,20 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     shape = dict(vocab=64, seq=8, width=args.width, heads=4, blocks=args.blocks)
     model = memory.TransformerShape(**shape)
-    runs = peaks(program(), shape, args.batch, (0, 1, 2, 3), args.timeout)
+    stages = (0, "0r", 1, 2, 3)
+    runs = peaks(program(), shape, args.batch, stages, args.timeout)
     rows, ratios = [], []
     for worker, run in enumerate(runs):
-        for stage in range(4):
+        for stage in stages:
             got = run["peaks"][str(stage)]
-            need = memory.transformer(
-                model, args.batch, recompute=stage >= 2, replicas=2, zero=stage
-            )
+            zero, recompute = (0, True) if stage == "0r" else (stage, stage >= 2)
+            need = memory.transformer(model, args.batch, recompute=recompute, replicas=2, zero=zero)
             predicted = need.total + memory.zero_transient(model)
             loss = run["losses"][str(stage)]
             rows.append((worker, stage, f"{got / memory.MiB:.2f}",
                          f"{predicted / memory.MiB:.2f}", f"{predicted / got:.2f}",
                          f"{got / run['peaks']['0']:.2f}", f"{loss:.6f}"))  # fmt: skip
-        ratios.append(run["peaks"]["3"] / run["peaks"]["0"])
+        ratios.append(run["peaks"]["3"] / run["peaks"]["0r"])  # like for like
     print(f"{model.parameters:,} parameters, {args.batch} sequences of {model.seq} per worker")
     headers = ("worker", "ZeRO stage", "peak MiB", "model MiB", "model / measured",
                "x plain DP", "loss")  # fmt: skip
@@ -105,12 +106,13 @@ def main(argv=None) -> int:
     if args.variants:
         rows = []
         for name, change in VARIANTS.items():
-            for worker, run in enumerate(peaks(program(change), shape, args.batch, (0, 3), 900)):
+            runs = peaks(program(change), shape, args.batch, (0, 3), 900)
+            for worker, run in enumerate(runs):
                 rows.append((name, worker, f"{run['peaks']['3'] / memory.MiB:.2f}",
                              f"{run['peaks']['3'] / run['peaks']['0']:.2f}"))  # fmt: skip
         print(report.format_table(rows, ("ZeRO-3 variant", "worker", "peak MiB", "x plain DP")))
     met = all(r <= GOAL for r in ratios)
-    print("ZeRO-3 / plain DP per worker: " + ", ".join(f"{r:.2f}" for r in ratios)
+    print("ZeRO-3 / plain DP per worker, both recomputing: " + ", ".join(f"{r:.2f}" for r in ratios)
           + f" (goal <= {GOAL}: {'met' if met else 'missed'})")  # fmt: skip
     return 0 if met else 1
 
