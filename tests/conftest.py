@@ -4,10 +4,10 @@
   the tests and the processes they start write there (logs of stopped children, a killed
   program's files) is removed when pytest exits, and by the next session if pytest is killed.
 - The mutation runners (tests/mutation_runner.py, one process per lesson) that the collected
-  tests read start as soon as the tests are collected, two at a time, longest first, so
-  that they run beside the other tests: one after another, in the tests' order, they took
-  620 of the unit tests' 1,431 s in make test (lesson 07's alone 280 s, mostly waiting on
-  Slurm).
+  tests read run two at a time, longest first, all started when the first of those tests
+  asks for its lesson: one after another they took 620 of the unit tests' 1,431 s in make
+  test (lesson 07's alone 280 s, mostly waiting on Slurm). Not earlier: beside the other tests
+  their processes were counted as those tests' leftovers.
 """
 
 from __future__ import annotations
@@ -61,7 +61,15 @@ class _Runners(dict):
         super().__init__((lesson, Future()) for lesson in lessons)
         self._queue, self._running, self._stopped = list(lessons), [], False
         self._lock = threading.Lock()
-        for _ in range(min(RUNNERS_AT_ONCE, len(lessons))):
+        self._started = False
+
+    def start(self) -> None:
+        """Start the runners (once)."""
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        for _ in range(min(RUNNERS_AT_ONCE, len(self._queue))):
             threading.Thread(target=self._work, daemon=True).start()
 
     def _work(self) -> None:
