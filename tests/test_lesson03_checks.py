@@ -28,7 +28,7 @@ def chain(blocks):  # a tiny stand-in with ResNet-101's 33 block outputs
     for i in range(blocks):
         name = f"conv{2 + i // 10}_block{i % 10 + 1}_out"
         h = keras.layers.Dense(4, activation="tanh", name=name)(h)
-    return keras.Model(inp, keras.layers.Dense(4, name="predictions")(h))
+    return keras.Model(inp, keras.layers.Dense(4, "softmax", name="predictions")(h))
 
 def place(model, cuts, devices):
     stages = []
@@ -39,9 +39,10 @@ def place(model, cuts, devices):
         stages.append(stage)
     return stages
 
-def answer(model, stages, devices, forward_devices=None, whole_backward=False, lazy=False):
+def answer(model, stages, devices, forward_devices=None, whole_backward=False, lazy=False,
+           under=None, chained=True):
     forward_devices = forward_devices or devices
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy()
     opts = []
     for stage, device in zip(stages, devices):
         with tf.device(device if not lazy else "/CPU:0"):
@@ -55,13 +56,19 @@ def answer(model, stages, devices, forward_devices=None, whole_backward=False, l
                 x = stage(x, training=False)
         return x
 
-    def one_tape(x, y):  # plausible and wrong: the whole backward pass on the default device
+    def one_tape(x, y):  # plausible and wrong: the whole backward pass on one device
         with tf.GradientTape() as tape:
-            loss = loss_fn(y, forward(x))
+            h = x
+            for stage, device in zip(stages, devices):
+                with tf.device(device):
+                    h = stage(h, training=True)
+            loss = loss_fn(y, h)
         variables = [s.trainable_variables for s in stages]
-        grads = tape.gradient(loss, [v for vs in variables for v in vs])
-        for opt, vs in zip(opts, variables):
-            opt.apply_gradients(zip(grads[: len(vs)], vs))
+        with tf.device(under or "/CPU:0"):  # the default device, or the last stage's
+            grads = tape.gradient(loss, [v for vs in variables for v in vs])
+        for opt, vs, device in zip(opts, variables, devices):
+            with tf.device(device):
+                opt.apply_gradients(zip(grads[: len(vs)], vs))
             grads = grads[len(vs):]
         return loss
 
@@ -80,13 +87,13 @@ def answer(model, stages, devices, forward_devices=None, whole_backward=False, l
         for s in reversed(range(len(stages))):
             with tf.device(devices[s]):
                 vs = stages[s].trainable_variables
-                in_grad, *grads = tapes[s].gradient(
-                    outputs[s], [inputs[s], *vs], output_gradients=out_grad)
+                in_grad, *grads = tapes[s].gradient(  # unchained: each stage's own sum
+                    outputs[s], [inputs[s], *vs], output_gradients=out_grad if chained else None)
                 opts[s].apply_gradients(zip(grads, vs))
             out_grad = in_grad
         return outputs[-1]
 
-    step = one_tape if whole_backward else per_stage
+    step = one_tape if whole_backward or under else per_stage
     return dict(model=model, stages=stages, optimizers=opts, forward=forward, train_step=step)
 
 
@@ -114,6 +121,12 @@ assert "did not change" in _evaluate("03.1", frozen).message
 hint = _evaluate("03.1", answer(model, place(model, [names[15]], devs), devs,
                                 whole_backward=True)).message
 assert "where do the backward pass" in hint and "CPU:0" in hint, hint
+hint = _evaluate("03.1", answer(model, place(model, [names[15]], devs), devs,
+                                under=devs[-1])).message
+assert "backward pass of the stage on CPU:1 ran on CPU:2" in hint, hint
+hint = _evaluate("03.1", answer(model, place(model, [names[15]], devs), devs,
+                                chained=False)).message
+assert "stage 0's gradients differ from one device's" in hint, hint
 hint = _evaluate("03.1", answer(model, place(model, [names[15]], devs), devs, lazy=True)).message
 assert "optimizers keep variables" in hint and "CPU:0" in hint, hint
 stub = dict(model=..., stages=..., optimizers=..., forward=..., train_step=...)

@@ -50,6 +50,8 @@ TABLES = {
 RIGHT_TABLES = {
     "00": lesson00.RIGHT_ANSWERS,
     "01": lesson01.RIGHT_ANSWERS,
+    "02": lesson02.RIGHT_ANSWERS,
+    "03": lesson03.RIGHT_ANSWERS,
     "04": lesson04.RIGHT_ANSWERS,
     "05": lesson05.RIGHT_ANSWERS,
     "06": lesson06.RIGHT_ANSWERS,

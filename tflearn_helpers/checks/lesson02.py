@@ -12,7 +12,7 @@ from ..topics.datasets import generated_images
 from ..topics.input_pipeline import write_shards
 from . import exercise
 
-__all__ = ["MUTATIONS"]
+__all__ = ["MUTATIONS", "RIGHT_ANSWERS"]
 
 
 @exercise("02.1")
@@ -39,28 +39,34 @@ def file_sharded_pipeline(fn):
 
 
 def _check_shards(fn, files: list[str], workers: int, batch: int, images: int):
+    """A hint unless the workers together see each image once, a worker only its own files'
+    images, in full batches but perhaps the last (or every image of its files but a last partial
+    batch, as ``drop_remainder=True`` gives: both are allowed, whatever the sizes)."""
     shards, seen = len(files), []
     for w in range(workers):
-        ds = fn(files, workers, w, batch)
-        if "Prefetch" not in type(ds).__name__:
-            return "the pipeline should end with prefetch, so input overlaps the training step"
-        parts = list(ds)
-        if not parts or any(len(p) != 3 for p in parts):
+        parts = list(fn(files, workers, w, batch))
+        if not parts:
+            return f"worker {w} got no images: a worker should see every image of its files once"
+        if any(len(p) != 3 for p in parts):
             return "each batch should be (images, labels, indices): parse with with_index=True"
         sizes = [int(p[0].shape[0]) for p in parts]
         if any(size != batch for size in sizes[:-1]) or sizes[-1] > batch:
             return "batches should hold batch_size images each"
         if parts[0][0].dtype.name != "float32":
             return "images should come out as float32 (use the course's record parser)"
-        seen.append(np.concatenate([p[2].numpy() for p in parts]))
+        idx = np.concatenate([p[2].numpy() for p in parts])
+        if not set((idx % shards).tolist()) <= set(range(w, shards, workers)):
+            return "a worker saw images from other workers' files: shard the files, not the images"
+        own = sum(1 for k in range(images) if k % shards % workers == w)  # its files' images
+        if len(idx) not in (own, own - own % batch):  # all, or all but a last partial batch
+            return (
+                f"worker {w} got {len(idx)} images from files that hold {own}: a worker should "
+                "see every image of its files once (a last partial batch may be dropped)"
+            )
+        seen.append(idx)
     everything = np.concatenate(seen)
     if len(np.unique(everything)) != len(everything):
         return "two workers got the same image: each needs its own share"
-    if len(everything) != images:
-        return "together the workers should see every image exactly once"
-    for w, idx in enumerate(seen):
-        if not set((idx % shards).tolist()) <= set(range(w, shards, workers)):
-            return "a worker saw images from other workers' files: shard the files, not the images"
     return None
 
 
@@ -70,9 +76,11 @@ def _pipeline_graph_problem(fn, files: list[str], workers: int, batch: int):
     import tensorflow as tf
 
     with tf.Graph().as_default() as graph:
-        fn(files, workers, workers - 1, batch)
+        ds = fn(files, workers, workers - 1, batch)
     nodes = graph.as_graph_def().node
     ops = {node.op for node in nodes}
+    if not _ends_with_prefetch(nodes, getattr(getattr(ds, "_variant_tensor", None), "op", None)):
+        return "the pipeline should end with prefetch, so input overlaps the training step"
     if not any(op.startswith("ParallelInterleaveDataset") for op in ops):
         return (
             "your worker reads its files one after another: how does tf.data read several "
@@ -93,6 +101,22 @@ def _pipeline_graph_problem(fn, files: list[str], workers: int, batch: int):
             if node.attr["deterministic"].s == b"false":
                 return "your pipeline may hand out the records in another order on each run"
     return None
+
+
+def _ends_with_prefetch(nodes, returned=None) -> bool:
+    """True when the dataset returned (``returned``: its op; else any dataset op no other op
+    reads) ends with a prefetch: options set after it change no data, so they may follow."""
+    by_name = {node.name: node for node in nodes}
+    consumed = {i.split(":")[0].lstrip("^") for node in nodes for i in node.input}
+    ends = [n for n in nodes if n.op.endswith("Dataset") and n.name not in consumed]
+    if returned is not None and returned.name in by_name:
+        ends = [by_name[returned.name]]
+    for node in ends:
+        while node is not None and node.op in ("OptionsDataset", "ModelDataset"):
+            node = by_name.get(node.input[0].split(":")[0]) if node.input else None
+        if node is not None and node.op.startswith("PrefetchDataset"):
+            return True
+    return False
 
 
 def _sharded_after_reading(nodes) -> bool:
@@ -516,6 +540,82 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "        whole = [tf.concat(strategy.experimental_local_results(t), 0)"
             " for t in batch]\n"
             "        summed = replica_gradients(*whole)\n",
+        ),
+    ],
+}
+
+# Right answers written otherwise than the solution, as the exercises' text allows: each is
+# answered "right" (tests/test_mutations.py).
+RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
+    "02.1": [
+        (
+            "the last partial batch dropped, as the lesson's pipeline does",
+            "return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)",
+            "return ds.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)",
+        ),
+        (
+            "options set after the prefetch",
+            "return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE)",
+            "options = tf.data.Options()\n"
+            "    options.experimental_optimization.map_parallelization = True\n"
+            "    return ds.batch(batch_size).prefetch(tf.data.AUTOTUNE).with_options(options)",
+        ),
+        (
+            "the worker's files picked in Python",
+            "tf.data.Dataset.from_tensor_slices(files).shard(num_workers, worker_index)",
+            "tf.data.Dataset.from_tensor_slices(files[worker_index::num_workers])",
+        ),
+    ],
+    "02.2": [
+        (
+            "the newest checkpoint found by a CheckpointManager",
+            "ckpt.restore(tf.train.latest_checkpoint(directory))",
+            "ckpt.restore(tf.train.CheckpointManager(ckpt, directory, 3).latest_checkpoint)",
+        ),
+        (
+            "restored without asserting that everything matched",
+            ".assert_existing_objects_matched()",
+            "",
+        ),
+    ],
+    "02.3": [
+        (
+            "the replicas' slices made by a function of the replica",
+            "    batches = strategy.experimental_distribute_dataset("
+            "tf.data.Dataset.from_tensors(x))\n" + _RUN,
+            "    n = strategy.num_replicas_in_sync\n"
+            "    slices = strategy.experimental_distribute_values_from_function(\n"
+            "        lambda context: tf.split(x, n)[context.replica_id_in_sync_group]\n"
+            "    )\n"
+            "    outputs = strategy.run(lambda xs: layer(xs, training=True), args=(slices,))",
+        ),
+        (
+            "a named replica function",
+            _RUN,
+            "    def replica(xs):\n"
+            "        return layer(xs, training=True)\n\n"
+            "    outputs = strategy.run(replica, args=(next(iter(batches)),))",
+        ),
+    ],
+    "02.4": [
+        (
+            "each replica's loss scaled by hand",
+            "loss = tf.nn.compute_average_loss(per_example(y, model(x, training=True)))",
+            "loss = tf.reduce_sum(per_example(y, model(x, training=True))) / (\n"
+            "                tf.cast(tf.shape(y)[0], tf.float32) * strategy.num_replicas_in_sync\n"
+            "            )",
+        ),
+        (
+            "the micro-batches' gradients averaged by tf.add_n at the end",
+            _LOOP,
+            "    sums = [\n"
+            "        strategy.reduce(\n"
+            "            tf.distribute.ReduceOp.SUM, strategy.run(replica_gradients, args=b), "
+            "None\n"
+            "        )\n"
+            "        for b in micro_batches\n"
+            "    ]\n"
+            "    averaged = [tf.add_n(list(g)) / len(micro_batches) for g in zip(*sums)]\n",
         ),
     ],
 }

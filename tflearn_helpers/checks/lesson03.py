@@ -3,8 +3,10 @@
 03.1 runs the learner's own code: it reads where the stages' parameters live (each
 variable's device), runs the learner's forward function and reads which devices executed
 its ops (the per-device graphs TensorFlow ran), compares its output with the unsplit
-model, runs one training step and reads where its backward pass and updates ran and where
-the optimizers keep their variables (slots). 03.3 runs the learner's GPipe schedule on a
+model, runs one training step, compares the gradients each optimizer was given with one
+tape.gradient over the whole model, reads where each stage's backward ops ran (a gradient op
+is named after the forward op it differentiates) and where the optimizers keep their
+variables (slots). 03.3 runs the learner's GPipe schedule on a
 small two-stage model, on a fresh batch and number of micro-batches, compares its gradients
 with one full-batch tape.gradient and reads the order of its forward and backward passes.
 Hints say what is wrong, never where to cut or what to write.
@@ -12,12 +14,23 @@ Hints say what is wrong, never where to cut or what to write.
 
 from __future__ import annotations
 
+from collections import Counter
+
+import numpy as np
+
 from ..measuring.measure import pipeline_bubble
 from ..runtime import validate
-from ..topics.placement import compute_op_counts, op_devices, parameters_per_device
+from ..topics.placement import (
+    PLUMBING_OPS,
+    compute_op_counts,
+    executed_nodes,
+    op_devices,
+    parameters_per_device,
+    short_device,
+)
 from . import exercise
 
-__all__ = ["MUTATIONS"]
+__all__ = ["MUTATIONS", "RIGHT_ANSWERS"]
 
 #: ResNet-101 has 3 + 4 + 23 + 3 residual blocks.
 RESNET101_BLOCKS = 33
@@ -39,7 +52,7 @@ def resnet101_split(answer):
     return (  # cheapest first; the optimizers again after training (built lazily in the step?)
         _check_optimizers(stages, answer["optimizers"])
         or _check_forward(model, stages, answer["forward"])
-        or _check_training(stages, answer["train_step"], model)
+        or _check_training(stages, answer["train_step"], model, answer["optimizers"])
         or _check_optimizers(stages, answer["optimizers"])
     )
 
@@ -102,27 +115,141 @@ def _check_forward(model, stages, forward):
     return None
 
 
-def _check_training(stages, train_step, model):
+def _check_training(stages, train_step, model, optimizers):
     import numpy as np
     import tensorflow as tf
 
     x = tf.random.stateless_normal((4, *model.inputs[0].shape[1:]), seed=(6, 2))
     y = tf.constant([0, 1, 2, 3])
     before = [[v.numpy() for v in s.trainable_variables] for s in stages]
-    loss = float(train_step(x, y))
+    want_loss, want = _one_device_gradients(stages, x, y)
+    loss, got = _recorded_step(stages, optimizers, train_step, x, y)
     if not np.isfinite(loss):
         return f"train_step returned a loss of {loss}"
     for i, (stage, old) in enumerate(zip(stages, before, strict=True)):
         pairs = zip(stage.trainable_variables, old, strict=True)
         if all(np.array_equal(v.numpy(), o) for v, o in pairs):
             return f"after train_step, stage {i}'s weights did not change: is it updated?"
+    if abs(loss - want_loss) > 1e-3 * max(1.0, abs(want_loss)):
+        return (
+            f"train_step returned {loss:.4f}, the mean sparse cross-entropy of the model's "
+            f"outputs on that batch is {want_loss:.4f}: which loss does it compute?"
+        )
+    hint = _gradients_problem(stages, got, want)
+    if hint:
+        return hint
     stage_devices = {next(iter(parameters_per_device(s.weights))) for s in stages}
-    ran = compute_op_counts(train_step, x, y)
+    nodes = [(n.name, n.op, short_device(n.device)) for n in _executed(train_step, x, y)]
+    ran = Counter(device for _, op, device in nodes if op not in PLUMBING_OPS)
     elsewhere = sorted(set(ran) - stage_devices)
     if sum(ran[d] for d in elsewhere) > 0.1 * sum(ran.values()):  # more than a loss or a split
         return (
             f"train_step computed on {elsewhere}, where no stage lives: where do the "
             "backward pass and the update of each stage run?"
+        )
+    return _backward_devices_problem(nodes, stage_devices)
+
+
+def _one_device_gradients(stages, x, y):
+    """The loss and each stage's gradients of the whole model on one device (the default),
+    one tape over all stages; the stages' weights (BatchNorm's statistics too) are put back."""
+    import keras
+    import tensorflow as tf
+
+    saved = [s.get_weights() for s in stages]
+    try:
+        with tf.GradientTape() as tape:
+            h = x
+            for stage in stages:
+                h = stage(h, training=True)
+            loss = keras.losses.SparseCategoricalCrossentropy()(y, h)
+        grads = tape.gradient(loss, [s.trainable_variables for s in stages])
+    finally:
+        for stage, weights in zip(stages, saved, strict=True):
+            stage.set_weights(weights)
+    return float(loss), [[np.asarray(g) for g in gs] for gs in grads]
+
+
+def _recorded_step(stages, optimizers, train_step, x, y):
+    """Run train_step once, eagerly, recording the gradients ``optimizers`` were given (by the
+    id of their variable): (its loss, each stage's gradients, None where none was given)."""
+    seen: dict[int, np.ndarray] = {}
+    originals = []
+
+    def recording(apply):
+        def apply_and_record(grads, trainable_variables=None, *args, **kwargs):
+            grads = list(grads)
+            variables = list(trainable_variables) if trainable_variables is not None else []
+            for g, v in zip(grads, variables, strict=False):
+                if g is not None:
+                    seen[id(v)] = np.asarray(g)
+            return apply(grads, variables or trainable_variables, *args, **kwargs)
+
+        return apply_and_record
+
+    step = getattr(train_step, "python_function", train_step)  # eager: its tensors are values
+    for optimizer in {id(o): o for o in optimizers}.values():
+        originals.append((optimizer, optimizer.__dict__.get("apply")))
+        optimizer.apply = recording(optimizer.apply)
+    try:
+        loss = float(step(x, y))
+    finally:
+        for optimizer, before in originals:
+            if before is None:
+                del optimizer.apply
+            else:
+                optimizer.apply = before
+    got = [[seen.get(id(v)) for v in s.trainable_variables] for s in stages]
+    return loss, got
+
+
+def _gradients_problem(stages, got, want):
+    for i, (gs, ws) in enumerate(zip(got, want, strict=True)):
+        if any(g is None for g in gs):
+            return (
+                f"stage {i}'s optimizer was not given a gradient for each of its trainable "
+                "variables: apply every stage's gradients with its own optimizer"
+            )
+        diff = np.sqrt(sum(float(np.sum((g - w) ** 2)) for g, w in zip(gs, ws, strict=True)))
+        size = np.sqrt(sum(float(np.sum(w**2)) for w in ws))
+        if diff > 1e-3 * size:
+            return (
+                f"stage {i}'s gradients differ from one device's (one tape over the whole "
+                f"model) by {diff / size:.0%}: what does its backward pass start from?"
+            )
+    return None
+
+
+def _executed(fn, *args):
+    import tensorflow as tf
+
+    return executed_nodes(tf.function(getattr(fn, "python_function", fn)), *args)
+
+
+def _backward_devices_problem(nodes, stage_devices):
+    """A hint unless every gradient op ran where the forward op it differentiates ran (read
+    from the names TensorFlow gives them: gradient_tape/<forward op's name>/...)."""
+    forward = {}
+    for name, op, device in nodes:
+        if not name.startswith("gradient_tape/") and op not in PLUMBING_OPS:
+            forward.setdefault(name.split("/")[0], Counter())[device] += 1
+    home = {scope: c.most_common(1)[0][0] for scope, c in forward.items()}
+    moved, total = Counter(), 0
+    for name, op, device in nodes:
+        parts = name.split("/")
+        if parts[0] != "gradient_tape" or op in PLUMBING_OPS or len(parts) < 3:
+            continue
+        where = home.get(parts[1])
+        if where not in stage_devices:
+            continue
+        total += 1
+        if device != where:
+            moved[(where, device)] += 1
+    if total and sum(moved.values()) > 0.1 * total:
+        (forward_on, backward_on), _ = moved.most_common(1)[0]
+        return (
+            f"the backward pass of the stage on {forward_on} ran on {backward_on}: each "
+            "stage's backward pass belongs on its own device, where is yours computed?"
         )
     return None
 
@@ -339,9 +466,9 @@ _ONE_AT_A_TIME = """    kept = [[] for _ in stages]
 # Wrong answers derived from the solution (solutions/03_resnet50_model_parallel.ipynb), one
 # plausible mistake each: exercise -> [(name, text of the solution cell, what replaces it)].
 # tests/test_mutations.py applies each to the solution cell and expects "wrong". 03.1's cell
-# builds ResNet-101 (about 4 s at smoke alone) before the check: its mutations are the ones the
-# check finds before it runs a training step (4-8 s each alone, against 20 s for one found in the
-# training step); tests/test_lesson03_checks.py gives it wrong training steps on a small model.
+# builds ResNet-101 (about 4 s at smoke alone) before the check; a mistake in the training step
+# costs about 20 s, so only the two found there since the check compares gradients (below) are
+# here; tests/test_lesson03_checks.py gives it more wrong training steps on a small model.
 MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
     "03.1": [
         (
@@ -409,6 +536,116 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "the batch cut into one micro-batch",
             "        xs = tf.split(x, m)",
             "        xs = tf.split(x, 1) * m",
+        ),
+    ],
+}
+
+_BACKWARD = """    out_grad = None
+    for s in reversed(range(K)):
+        with tf.device(DEVICES[s]):
+            variables = stages[s].trainable_variables
+            x_grad, *grads = tapes[s].gradient(
+                outputs[s], [inputs[s], *variables], output_gradients=out_grad
+            )
+            optimizers[s].apply_gradients(zip(grads, variables, strict=True))
+        out_grad = x_grad
+    return outputs[-1]
+"""
+_STEP = (
+    """    tapes, inputs, outputs = [], [x], []
+    for stage, device in zip(stages, DEVICES, strict=True):
+        with tf.device(device), tf.GradientTape() as tape:
+            tape.watch(inputs[-1])
+            out = stage(inputs[-1], training=True)
+            if len(outputs) == K - 1:
+                out = loss_fn(y, out)
+        tapes.append(tape)
+        outputs.append(out)
+        inputs.append(out)
+"""
+    + _BACKWARD
+)
+MUTATIONS["03.1"] += [
+    (
+        "one tape.gradient over every stage, under the last stage's device",
+        _STEP,
+        """    with tf.GradientTape() as tape:
+        h = x
+        for stage, device in zip(stages, DEVICES, strict=True):
+            with tf.device(device):
+                h = stage(h, training=True)
+        loss = loss_fn(y, h)
+    variables = [v for stage in stages for v in stage.trainable_variables]
+    with tf.device(DEVICES[-1]):
+        grads = tape.gradient(loss, variables)
+    for s in range(K):
+        n = len(stages[s].trainable_variables)
+        with tf.device(DEVICES[s]):
+            optimizers[s].apply_gradients(zip(grads[:n], stages[s].trainable_variables))
+        grads = grads[n:]
+    return loss
+""",
+    ),
+    (
+        "each stage differentiates its own output, no gradient chained in",
+        "outputs[s], [inputs[s], *variables], output_gradients=out_grad\n",
+        "outputs[s], [inputs[s], *variables]\n",
+    ),
+]
+# Right answers written otherwise than the solution, as the exercise's text allows: each is
+# answered "right" (tests/test_mutations.py).
+RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
+    "03.1": [
+        (
+            "every update after every backward pass, each on its device",
+            _BACKWARD,
+            """    out_grad, updates = None, []
+    for s in reversed(range(K)):
+        with tf.device(DEVICES[s]):
+            variables = stages[s].trainable_variables
+            x_grad, *grads = tapes[s].gradient(
+                outputs[s], [inputs[s], *variables], output_gradients=out_grad
+            )
+        updates.append((s, grads, variables))
+        out_grad = x_grad
+    for s, grads, variables in updates:
+        with tf.device(DEVICES[s]):
+            optimizers[s].apply_gradients(zip(grads, variables, strict=True))
+    return outputs[-1]
+""",
+        ),
+        (
+            "the training step compiled with tf.function",
+            "def train_step(x, y):\n",
+            "@tf.function\ndef train_step(x, y):\n",
+        ),
+    ],
+    "03.2": [
+        (
+            "counted up in a while loop",
+            "m = next(m for m in range(1, 1000) if measure.pipeline_bubble(4, m) <= 0.10)",
+            "m = 1\nwhile measure.pipeline_bubble(4, m) > 0.10:\n    m += 1\n",
+        ),
+        (
+            "from the bubble's formula, (K - 1) / (M + K - 1)",
+            "m = next(m for m in range(1, 1000) if measure.pipeline_bubble(4, m) <= 0.10)",
+            "m = min(m for m in range(1, 100) if 3 / (m + 3) <= 0.10)",
+        ),
+    ],
+    "03.3": [
+        (
+            "the backward passes in reverse micro-batch order",
+            "    for i in range(m):  # B: last stage first, each on its device\n",
+            "    for i in reversed(range(m)):  # B: the newest micro-batch first\n",
+        ),
+        (
+            "each micro-batch's summed loss divided by the whole batch",
+            "out = loss_fn(yi, out) / m",
+            "out = tf.reduce_sum(\n"
+            "                        keras.losses.sparse_categorical_crossentropy(\n"
+            "                            yi, out, from_logits=True\n"
+            "                        )\n"
+            "                    ) / int(x.shape[0])",
         ),
     ],
 }
