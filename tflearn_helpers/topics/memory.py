@@ -8,7 +8,8 @@ A training step keeps on the device that runs it:
 - **optimizer state**: Adam keeps 2 slots per trainable variable, momentum SGD 1, SGD 0;
 - **activations**: the layer outputs the backward pass needs, for every example in flight,
   in the layer's compute dtype (``mixed_float16`` halves them, but BatchNorm, which Keras
-  computes in float32, also keeps a float32 copy of its input); the gradients of
+  computes in float32, keeps a float32 copy of its input instead of the 16-bit input); the
+  gradients of
   activations the backward pass holds at a time (out of and into the layer it is at, the
   largest such pair; one buffer through elementwise layers, and no input gradient before
   the first trainable layer); and the half-precision copies of the weights that mixed
@@ -46,6 +47,7 @@ __all__ = [
     "parameter_server",
     "pipeline",
     "profile",
+    "read_by_backward",
     "slots",
     "transformer",
     "zero_transient",
@@ -64,7 +66,9 @@ _NEEDS_NO_INPUT = {
     "AveragePooling2D", "Flatten", "Reshape", "Rescaling", "ReLU", "Activation", "Softmax",
 }  # fmt: skip
 # Layers Keras computes in float32 under mixed precision (keras/src/layers/normalization/
-# batch_normalization.py casts the input up): their gradient reads a float32 copy of the input.
+# batch_normalization.py casts the input up): their gradient reads a float32 copy of the input,
+# and the 16-bit input itself is then kept only if another layer's gradient reads it (the Cast's
+# gradient, _CastGrad in tensorflow/python/ops/math_grad.py, needs only its dtype).
 _UPCAST_TO_FLOAT32 = {"BatchNormalization"}
 # Layers whose backward pass is elementwise: TensorFlow writes the input's gradient into the
 # buffer of the output's (buffer forwarding), so one gradient is alive through them, not two.
@@ -180,8 +184,8 @@ def profile(model) -> ModelMemory:
     """Read a built Keras functional or Sequential model: variables and kept activations."""
     layers = [layer for layer in model.layers if type(layer).__name__ != "InputLayer"]
     read_by_gradient = {id(t) for t in _tensors(model.outputs)}  # the loss reads the logits
-    for layer in layers:
-        if type(layer).__name__ not in _NEEDS_NO_INPUT:
+    for layer in layers:  # a layer that casts its input up reads its copy, not the input
+        if type(layer).__name__ not in _NEEDS_NO_INPUT and not _upcasts(layer):
             read_by_gradient.update(id(t) for t in _tensors(layer.input))
     out, after_trainable = [], set()  # tensors computed from trainable variables
     for layer in layers:
@@ -202,6 +206,55 @@ def profile(model) -> ModelMemory:
         variables = _variable_sizes(layer)
         out.append(LayerMemory(layer.name, variables, kept, size, compute, backward, copy))
     return ModelMemory(tuple(out), sum(_per_example(t) for t in model.inputs))
+
+
+# Ops that read only a tensor's metadata: with static shapes Grappler folds them into constants
+_READS_NO_VALUES = {"Shape", "ShapeN", "Size", "Rank"}
+
+
+def read_by_backward(model, batch: int) -> int:
+    """Bytes of the forward tensors the backward pass reads, counted from the traced training
+    step (sparse cross-entropy on the model's outputs, one tape.gradient for every trainable
+    variable): the tensors of the forward pass (the ops made before the first gradient op) that
+    ops of the backward pass read, for ``batch`` examples.
+    What the graph keeps alive until the backward pass, read from TensorFlow rather than from
+    rules per layer; the batch itself (the step's input) is left out, as ``inputs`` counts it."""
+    import keras
+    import tensorflow as tf
+
+    validate.counts(batch=batch)
+    spec = model.inputs[0]
+    loss_fn = keras.losses.SparseCategoricalCrossentropy()
+
+    @tf.function
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        return tape.gradient(loss, model.trainable_variables)
+
+    graph = step.get_concrete_function(
+        tf.TensorSpec((batch, *spec.shape[1:]), spec.dtype), tf.TensorSpec((batch,), tf.int32)
+    ).graph
+    ops = graph.get_operations()  # in the order they were made: the forward pass first
+    first = next(i for i, op in enumerate(ops) if op.name.startswith("gradient_tape/"))
+    # the forward ops computed from the batch (x, y: the first inputs; the others are the
+    # captured variables, whose reads are weights, not activations)
+    forward, kept = {t.op.name for t in graph.inputs[:2]}, {}
+    for op in ops[:first]:
+        if any(t.op.name in forward for t in op.inputs):
+            forward.add(op.name)
+    for op in ops[first:]:
+        if op.type in _READS_NO_VALUES:
+            continue
+        for tensor in op.inputs:
+            while tensor.op.type == "Identity":  # the same buffer under another name
+                tensor = tensor.op.inputs[0]
+            if tensor.op.name not in forward or tensor.op.type == "Placeholder":
+                continue
+            shape = tensor.shape
+            if shape.rank and shape[0] == batch and shape.is_fully_defined():
+                kept[tensor.name] = shape.num_elements() * tensor.dtype.size
+    return sum(kept.values())
 
 
 def one_device(
