@@ -99,7 +99,7 @@ def _random_cluster():
     return tf.train.ClusterSpec(spec), rng.sample(range(workers), 2)
 
 
-def _ancestors(op) -> list:
+def ancestors(op) -> list:
     """``op`` and every op its output is computed from (the forward pass, not initializers)."""
     seen, todo = {op.name: op}, [op]
     while todo:
@@ -128,7 +128,7 @@ def _worker_graph_problem(variables, output, task: int):
             )
     if len({tf.DeviceSpec.from_string(v.device).task for v in variables}) < 2:
         return "all the variables sit on one ps task: tell the device setter about the cluster"
-    compute = [op for op in _ancestors(output.op) if op.type in ("MatMul", "AddV2", "Add")]
+    compute = [op for op in ancestors(output.op) if op.type in ("MatMul", "AddV2", "Add")]
     if not any(op.type == "MatMul" for op in compute):
         return "nothing is computed: the worker's forward pass should multiply by the weights"
     for op in compute:
@@ -172,6 +172,7 @@ import json, os, sys
 import numpy as np
 import tensorflow as tf
 from tflearn_helpers import between_graph
+from tflearn_helpers.checks.lesson08 import ancestors
 from tflearn_helpers.programs import events
 
 v1 = tf.compat.v1
@@ -182,16 +183,6 @@ v1 = tf.compat.v1
 def required(graph):  # gradients each update takes, one accumulator per variable
     return [int(tf.get_static_value(op.inputs[1])) for op in graph.get_operations()
             if op.type == "ResourceAccumulatorTakeGradient"]
-
-
-def ancestors(op):  # the op and every op its output is computed from
-    seen, todo = {{op.name: op}}, [op]
-    while todo:
-        for t in todo.pop().inputs:
-            if t.op.name not in seen:
-                seen[t.op.name] = t.op
-                todo.append(t.op)
-    return list(seen.values())
 
 
 def main():
