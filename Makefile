@@ -28,7 +28,7 @@ PIP_FLAGS := -q --disable-pip-version-check
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONFAULTHANDLER ?= 1  # a crashed Python (a test, a kernel, a worker) prints its stack
 
-.PHONY: test test-unit test-browser test-nbval-solutions unit notebooks run-all run-all-exercises run-all-oldest course lab doctor \
+.PHONY: test test-unit test-mutations test-browser test-nbval-solutions unit notebooks run-all run-all-exercises run-all-oldest course lab doctor \
 	lint format exercises env legacy-env legacy-kernel oldest-env system-deps soak soak-lab clean \
 	test-learner
 
@@ -91,27 +91,30 @@ system-deps:
 		$(SYSTEM_PACKAGES) >/dev/null
 
 # The environments install side by side (downloads and unpacking: they wait on the network
-# and the disk, not on each other). Then the five test jobs run three at a time, longest first
-# (make -j3 hands a free slot to the next job in the list; output grouped per job, -Oline):
-# each job alone keeps about 0.8 of a core busy (kernel starts, imports, servers and tests
-# waiting for each other; tools/timed.sh prints each job's cores): two at a time left 2 cores
-# 1.6 busy and took 1,117 s, over the 20 min of make test. The main job runs one lesson at a time
-# here (COURSE_JOBS=1) beside the other two jobs, so every lesson holds its asserts on a machine
-# busier than make course makes it (the cpu soak passed 30 of 30 at a load of 6). Its build/ is
-# the rendered course CI saw. The lessons' own time budgets are measured one notebook at a time
-# by benchmarks/course_cost.py.
+# and the disk, not on each other), and beside them a new user's make course (test-learner: it
+# clones what is committed and installs its own environment). Then the test jobs run four at a
+# time, longest first (make -j4 hands a free slot to the next job in the list; output grouped
+# per job, -Oline). Each job alone keeps about 0.7 of a core busy (kernel starts, imports,
+# servers and tests waiting for each other; tools/timed.sh prints each job's cores), and this
+# machine's own monitor (kdamond) takes about 0.25 of the 2 cores, so four single-stream jobs
+# keep the cores busy: the mutation runners are a job of their own, one at a time (inside the
+# unit tests' job, the first of their tests waited 501 s for them, with every other test
+# stopped behind it). The main job runs one lesson at a time here (COURSE_JOBS=1) beside the
+# other jobs, so every lesson holds its asserts on a machine busier than make course makes it.
+# Its build/ is the rendered course CI saw. The lessons' own time budgets are measured one
+# notebook at a time by benchmarks/course_cost.py.
 TIMED := tools/timed.sh
 NBVAL := --nbval-lax --nbval-cell-timeout=900 --durations=10 -p no:randomly
 # The solutions are not a job of their own: tests/test_mutations.py runs every solution cell on
 # this stack (beside each check's wrong answers), and run-all-oldest runs them in a kernel.
-TEST_JOBS := course run-all-oldest test-unit test-browser run-all-exercises test-learner
+TEST_JOBS := course run-all-oldest test-unit test-mutations test-browser run-all-exercises
 
 test:
-	@$(TIMED) "environments and system packages" $(MAKE) --no-print-directory -j4 \
-		env legacy-env oldest-env system-deps
+	@$(TIMED) "environments, system packages, and a new user's make course" $(MAKE) \
+		--no-print-directory -j4 -Oline env legacy-env oldest-env system-deps test-learner
 	@$(TIMED) "lint" sh -c '$(BIN)/ruff format --check . && $(BIN)/ruff check .'
 	@$(BIN)/python tools/leftovers.py temp --save build/temp-before.txt
-	@$(TIMED) "the test jobs, three at a time" $(MAKE) --no-print-directory -j3 -Oline \
+	@$(TIMED) "the test jobs, four at a time" $(MAKE) --no-print-directory -j4 -Oline \
 		COURSE_JOBS=1 $(TEST_JOBS)
 	@# fails on any tflearn-* entry the jobs added (the unit tests write inside a session folder
 	@# of their own, tests/conftest.py, as each notebook's kernel does)
@@ -119,7 +122,11 @@ test:
 
 test-unit: env legacy-env
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: unit tests" $(BIN)/python -m pytest -q tests \
-		--ignore=tests/test_browser.py --durations=15 -p no:randomly
+		--ignore=tests/test_browser.py --ignore=tests/test_mutations.py --durations=15 -p no:randomly
+
+test-mutations: env
+	@TFLEARN_SCALE=smoke MUTATION_RUNNERS=1 $(TIMED) "pytest: checks against wrong, right answers" \
+		$(BIN)/python -m pytest -q tests/test_mutations.py --durations=5 -p no:randomly
 
 test-browser: env legacy-env
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: Run All in JupyterLab (browser)" $(BIN)/python -m \
@@ -158,7 +165,7 @@ run-all-oldest: env oldest-env
 
 # A new unprivileged user's make course, with Slurm, iproute2, apt and Python 3.11 hidden: the
 # lessons that need them say what they cannot show and run to the end (tools/as_learner.sh).
-test-learner:
+test-learner: system-deps
 	@$(TIMED) "make course as a new user, no Slurm, iproute2, apt or Python 3.11" \
 		tools/as_learner.sh
 

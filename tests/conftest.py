@@ -4,10 +4,10 @@
   the tests and the processes they start write there (logs of stopped children, a killed
   program's files) is removed when pytest exits, and by the next session if pytest is killed.
 - The mutation runners (tests/mutation_runner.py, one process per lesson) that the collected
-  tests read run two at a time, longest first, all started when the first of those tests
-  asks for its lesson: one after another they took 620 of the unit tests' 1,431 s in make
-  test (lesson 07's alone 280 s, mostly waiting on Slurm). Not earlier: beside the other tests
-  their processes were counted as those tests' leftovers.
+  tests read run MUTATION_RUNNERS at a time (2; make test runs them as a job of their own,
+  one at a time), longest first, all started when the first of those tests asks for its
+  lesson. Not earlier: beside the other tests their processes were counted as those tests'
+  leftovers.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from tflearn_helpers.runtime import scratch
 
 RUNNER = Path(__file__).with_name("mutation_runner.py")
 LONGEST_FIRST = ["07", "04", "03", "01", "02", "05", "09", "00", "08", "06"]  # make test, 4cb7671
-RUNNERS_AT_ONCE = 2
+RUNNERS_AT_ONCE = int(os.environ.get("MUTATION_RUNNERS", "2"))
 RUNNER_TIMEOUT = 900  # s
 
 

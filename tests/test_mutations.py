@@ -118,7 +118,7 @@ SHOWN_ABOVE = {  # printed before the question, these would answer it
 @pytest.fixture(scope="session")
 def lesson_run(request):
     """The runner's record of a lesson: each lesson runs once per test session, in a process
-    of its own (tests/conftest.py starts them all, two at a time, at the first call)."""
+    of its own (tests/conftest.py starts them all at the first call)."""
     request.config.mutation_runs.start()
     records = {}
 
