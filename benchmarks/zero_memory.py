@@ -40,8 +40,8 @@ VARIANTS = {  # name: (text in the program, its replacement)
 }
 
 
-def program(change: tuple[str, str] | None = None) -> Path:
-    """The lesson's worker program in a file, with one text ``change`` made (or none)."""
+def program(change: tuple[str, str] | None = None) -> str:
+    """The lesson's worker program, with one text ``change`` made (or none)."""
     cells = json.loads(NOTEBOOK.read_text())["cells"]
     source = next(
         "".join(c["source"])
@@ -52,14 +52,20 @@ def program(change: tuple[str, str] | None = None) -> Path:
         if change[0] not in source:
             raise RuntimeError(f"lesson 06's program no longer contains {change[0]!r}")
         source = source.replace(*change)
-    path = Path(tempfile.mkdtemp()) / "zero_worker.py"
-    path.write_text(source)
-    return path
+    return source
 
 
-def peaks(path: Path, shape: dict, batch: int, stages, timeout: float) -> list[dict]:
+def peaks(source: str, shape: dict, batch: int, stages, timeout: float) -> list[dict]:
     """Each worker's result, {"peaks": {stage: bytes}, "losses": {stage: loss}}, as the lesson
-    starts them: two processes, a TF_CONFIG each, the result one "result" event."""
+    starts them: two processes running ``source``, a TF_CONFIG each, the result one "result"
+    event. The program's file is removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="tflearn-zero-") as folder:
+        path = Path(folder) / "zero_worker.py"
+        path.write_text(source)
+        return _run(path, shape, batch, stages, timeout)
+
+
+def _run(path: Path, shape: dict, batch: int, stages, timeout: float) -> list[dict]:
     workers = [f"localhost:{portpicker.pick_unused_port()}" for _ in range(2)]
     argv = [sys.executable, str(path), json.dumps([shape, batch, 1, list(stages)])]
     children = []
