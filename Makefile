@@ -91,10 +91,10 @@ system-deps:
 		$(SYSTEM_PACKAGES) >/dev/null
 
 # The environments install side by side (downloads and unpacking: they wait on the network
-# and the disk, not on each other), and beside them a new user's make course (test-learner: it
-# clones what is committed and installs its own environment). Then the test jobs run four at a
-# time, longest first (make -j4 hands a free slot to the next job in the list; output grouped
-# per job, -Oline). Each job alone keeps about 0.7 of a core busy (kernel starts, imports,
+# and the disk, not on each other; with a new user's make course beside them, which installs
+# its own environment without pip's cache, that phase took 430 s instead of 124). Then the test
+# jobs run four at a time, longest first (make -j4 hands a free slot to the next job in the
+# list; output grouped per job, -Oline). Each job alone keeps about 0.7 of a core busy (kernel starts, imports,
 # servers and tests waiting for each other; tools/timed.sh prints each job's cores), and this
 # machine's own monitor (kdamond) takes about 0.25 of the 2 cores, so four single-stream jobs
 # keep the cores busy: the mutation runners are a job of their own, one at a time (inside the
@@ -107,11 +107,12 @@ TIMED := tools/timed.sh
 NBVAL := --nbval-lax --nbval-cell-timeout=900 --durations=10 -p no:randomly
 # The solutions are not a job of their own: tests/test_mutations.py runs every solution cell on
 # this stack (beside each check's wrong answers), and run-all-oldest runs them in a kernel.
-TEST_JOBS := course run-all-oldest test-unit test-mutations test-browser run-all-exercises
+TEST_JOBS := course run-all-oldest test-unit test-mutations test-browser run-all-exercises \
+	test-learner
 
 test:
-	@$(TIMED) "environments, system packages, and a new user's make course" $(MAKE) \
-		--no-print-directory -j4 -Oline env legacy-env oldest-env system-deps test-learner
+	@$(TIMED) "environments and system packages" $(MAKE) --no-print-directory -j4 \
+		env legacy-env oldest-env system-deps
 	@$(TIMED) "lint" sh -c '$(BIN)/ruff format --check . && $(BIN)/ruff check .'
 	@$(BIN)/python tools/leftovers.py temp --save build/temp-before.txt
 	@$(TIMED) "the test jobs, four at a time" $(MAKE) --no-print-directory -j4 -Oline \
@@ -165,7 +166,7 @@ run-all-oldest: env oldest-env
 
 # A new unprivileged user's make course, with Slurm, iproute2, apt and Python 3.11 hidden: the
 # lessons that need them say what they cannot show and run to the end (tools/as_learner.sh).
-test-learner: system-deps
+test-learner:
 	@$(TIMED) "make course as a new user, no Slurm, iproute2, apt or Python 3.11" \
 		tools/as_learner.sh
 
