@@ -181,3 +181,47 @@ def test_bfloat16_all_reduce_right_and_plausible_wrong_answers():
         timeout=300,
     )
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+def test_alpha_beta_fit_right_and_plausible_wrong_answers():
+    done = run_python("""
+        import numpy as np
+        from tflearn_helpers.checks import _evaluate
+
+        def fit(sizes, seconds, workers, beyond, large=64_000, alpha_from="smallest",
+                bits=1, per_link=False, megabytes=False):
+            s, t = bits * np.asarray(sizes, float), np.asarray(seconds, float)
+            big = s > large * bits
+            beta, intercept = np.polyfit(s[big], t[big], 1)
+            alpha = {"smallest": t[0] - beta * s[0], "line": intercept, "zero": 0.0}[alpha_from]
+            rate = 2 * (workers - 1) / beta / (workers if per_link else 1)
+            return alpha, beta, rate * (1 if megabytes else 8) / 1e6, alpha + beta * beyond
+
+        def lstsq(sizes, seconds, workers, beyond):  # a tuple of numpy scalars, another solver
+            s, t = np.array(sizes, float), np.array(seconds, float)
+            a = np.vstack([np.ones(4), s[3:]]).T  # the four largest only
+            alpha_line, beta = np.linalg.lstsq(a, t[3:], rcond=None)[0]
+            alpha = t[0] - beta * s[0]
+            return np.float32(alpha), beta, 16 * (workers - 1) / beta / 1e6, alpha + beta * beyond
+
+        def wrong(answer):
+            result = _evaluate("05.3", answer)
+            assert result.status == "wrong", result
+            return result.message
+
+        for _ in range(20):  # every sweep is drawn afresh
+            assert _evaluate("05.3", fit).ok
+            assert _evaluate("05.3", lstsq).ok
+        assert "beta" in wrong(lambda *a: fit(*a, bits=8))
+        assert "beta" in wrong(lambda *a: fit(*a)[1::-1] + fit(*a)[2:])
+        assert "alpha" in wrong(lambda *a: fit(*a, large=-1, alpha_from="line"))  # every size
+        for where in ("line", "zero"):
+            assert "alpha" in wrong(lambda *a, w=where: fit(*a, alpha_from=w))
+        assert "rate" in wrong(lambda *a: fit(*a, per_link=True))
+        assert "rate" in wrong(lambda *a: fit(*a, megabytes=True))
+        assert "prediction" in wrong(lambda s, t, n, b: fit(s, t, n, max(s)))
+        assert "four numbers" in wrong(lambda *a: fit(*a)[:2])
+        assert _evaluate("05.3", ...).status == "not attempted"
+        print("ok")
+    """)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]

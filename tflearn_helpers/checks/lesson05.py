@@ -295,6 +295,77 @@ def _error_problem(own, errors):
     return None
 
 
+SWEEP = (4_000, 64_000, 512_000, 1_000_000, 4_000_000, 8_000_000, 16_000_000)  # bytes
+BURST = 64_000  # a token bucket lets this much through at once: below it, bytes cost ~nothing
+
+
+def _sweep(rng):
+    """A random all-reduce sweep on one shared link, as lesson 05 measures it: (workers, alpha,
+    beta, sizes, seconds). The 64 KB message fits in the token bucket's burst (its bytes cost
+    little); the large ones carry a busy machine's noise, tens of milliseconds, drawn so that a
+    line through them, or through every size, misses alpha by half of it or more."""
+    workers = int(rng.integers(2, 5))
+    mbit = float(rng.uniform(100, 500))
+    alpha = float(rng.uniform(5e-3, 15e-3))
+    beta = 2 * (workers - 1) * 8 / (mbit * 1e6)  # s per byte: 2(N-1) S bytes cross one link
+    sizes = np.array(SWEEP, float)
+    large = sizes > BURST
+    ideal = alpha + np.where(sizes == BURST, 0.1, 1.0) * beta * sizes
+    for _ in range(1000):
+        jitter = rng.uniform(-0.03, 0.03, sizes.size) * ideal + rng.uniform(-0.02, 0.02, sizes.size)
+        seconds = ideal + np.where(large, jitter, rng.uniform(-0.02, 0.02, sizes.size) * ideal)
+        slope = np.polyfit(sizes[large], seconds[large], 1)
+        fitted = seconds[0] - slope[0] * sizes[0]
+        everything = np.polyfit(sizes, seconds, 1)[1]
+        if (
+            abs(slope[0] / beta - 1) < 0.05
+            and abs(fitted / alpha - 1) < 0.15
+            and min(abs(slope[1] - alpha), abs(everything - alpha)) > 0.5 * alpha
+        ):
+            return workers, alpha, beta, sizes, seconds
+    raise RuntimeError("no sweep drawn that tells the fits apart")  # never seen
+
+
+@exercise("05.3")
+def alpha_beta(fit, beyond_factor=4):
+    """fit(sizes, seconds, workers, beyond) -> (alpha in s, beta in s/byte, the shared link's
+    rate in Mbit/s, the predicted seconds of an all-reduce of ``beyond`` bytes). Run on three
+    fresh random sweeps (a latency, a rate, a number of workers, noise as on a busy machine);
+    judged against the numbers that made each sweep and the time at a size beyond it."""
+    rng = np.random.default_rng()
+    for _ in range(3):
+        workers, alpha, beta, sizes, seconds = _sweep(rng)
+        beyond = int(beyond_factor * sizes[-1])
+        answer = fit(list(map(int, sizes)), [float(t) for t in seconds], workers, beyond)
+        try:
+            got_alpha, got_beta, got_mbit, got_t = (float(a) for a in answer)
+        except (TypeError, ValueError):
+            return (
+                "return four numbers: alpha (seconds), beta (seconds per byte), the link's rate "
+                f"(Mbit/s) and the predicted seconds at `beyond` bytes; got {answer!r:.80}"
+            )
+        if not abs(got_beta / beta - 1) <= 0.1:
+            return (
+                "your beta is not the time per byte that the large messages' times grow by: "
+                "fit the slope where beta*S dominates, with sizes in bytes and times in seconds"
+            )
+        if not abs(got_alpha / alpha - 1) <= 0.25:
+            return (
+                "your alpha is not the cost of a message of almost no bytes: a line fitted "
+                "through the large messages, or through zero, puts their noise (or nothing) "
+                "in its place"
+            )
+        mbit = 2 * (workers - 1) * 8 / beta / 1e6
+        if not abs(got_mbit / mbit - 1) <= 0.1:
+            return (
+                "your rate is not the one your beta implies: every worker's 2(N-1)/N * S bytes "
+                "cross the one shared link, and a megabit is 10**6 bits"
+            )
+        if not abs(got_t / (alpha + beta * beyond) - 1) <= 0.12:
+            return f"your prediction for {beyond} bytes is not what the alpha-beta model gives"
+    return None
+
+
 # Wrong answers derived from the solution (solutions/05_communication.ipynb), one plausible
 # mistake each: exercise -> [(name, text of the solution cell, what replaces it)].
 # tests/test_mutations.py applies each to the solution cell and expects "wrong".
@@ -401,6 +472,54 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             'ctx.all_reduce("SUM", halves[:1])',
         ),
     ],
+    "05.3": [
+        (
+            "alpha and beta swapped",
+            "return alpha, beta, 8 * rate / 1e6, alpha + beta * beyond",
+            "return beta, alpha, 8 * rate / 1e6, alpha + beta * beyond",
+        ),
+        (
+            "sizes in bits",
+            "sizes, seconds = np.asarray(sizes, float)",
+            "sizes, seconds = 8 * np.asarray(sizes, float)",
+        ),
+        (
+            "least squares through the origin",
+            "    beta = np.polyfit(sizes[large], seconds[large], 1)[0]\n"
+            "    smallest = np.argmin(sizes)  # alpha: what the smallest costs beyond beta*S\n"
+            "    alpha = seconds[smallest] - beta * sizes[smallest]\n",
+            "    beta = np.sum(sizes * seconds) / np.sum(sizes**2)\n    alpha = 0.0\n",
+        ),
+        (
+            "alpha from the large messages' line",
+            "alpha = seconds[smallest] - beta * sizes[smallest]",
+            "alpha = np.polyfit(sizes[large], seconds[large], 1)[1]",
+        ),
+        (
+            "one least squares over every size",
+            "    beta = np.polyfit(sizes[large], seconds[large], 1)[0]\n"
+            "    smallest = np.argmin(sizes)  # alpha: what the smallest costs beyond beta*S\n"
+            "    alpha = seconds[smallest] - beta * sizes[smallest]\n",
+            "    beta, alpha = np.polyfit(sizes, seconds, 1)\n",
+        ),
+        (
+            "beta from the small messages",
+            "large = sizes > 64_000",
+            "large = sizes <= 64_000",
+        ),
+        ("the rate in megabytes", "8 * rate / 1e6", "rate / 1e6"),
+        ("the rate from beta alone", "rate = 2 * (workers - 1) / beta", "rate = 1 / beta"),
+        (
+            "the rate of one link per worker",
+            "rate = 2 * (workers - 1) / beta",
+            "rate = 2 * (workers - 1) / workers / beta",
+        ),
+        (
+            "the prediction at the largest size measured",
+            "alpha + beta * beyond",
+            "alpha + beta * sizes.max()",
+        ),
+    ],
 }
 
 # Right answers written differently from the solution, as the exercise's text allows:
@@ -441,6 +560,25 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
             "    flat_g = tf.concat([tf.reshape(g, [-1]) for g in grads], axis=0)\n"
             "    flat_r = tf.concat([tf.reshape(r, [-1]) for r in rounded], axis=0)\n"
             "    error = tf.reduce_max(tf.math.abs((flat_r - flat_g) / flat_g))\n",
+        ),
+    ],
+    "05.3": [
+        (
+            "the slope by np.linalg.lstsq",
+            "beta = np.polyfit(sizes[large], seconds[large], 1)[0]",
+            "design = np.stack([sizes[large], np.ones(large.sum())], axis=1)\n"
+            "    beta = np.linalg.lstsq(design, seconds[large], rcond=None)[0][0]",
+        ),
+        (
+            "the slope in closed form",
+            "    beta = np.polyfit(sizes[large], seconds[large], 1)[0]\n",
+            "    s, t = sizes[large], seconds[large]\n"
+            "    beta = np.sum((s - s.mean()) * (t - t.mean())) / np.sum((s - s.mean()) ** 2)\n",
+        ),
+        (
+            "the rate in bits per second first",
+            "    rate = 2 * (workers - 1) / beta  # bytes/s over the shared link\n",
+            "    bits_per_second = 8 * 2 * (workers - 1) / beta\n    rate = bits_per_second / 8\n",
         ),
     ],
 }
