@@ -1,6 +1,8 @@
+import numpy as np
 from helpers import run_python
 
 from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG, _evaluate
+from tflearn_helpers.checks.lesson01 import STRATEGY_NAMES as NAMES
 
 
 def test_ring_megabytes_hints_without_the_answer():
@@ -157,3 +159,96 @@ def test_a_strategy_that_cannot_all_reduce_a_float_and_an_unbatched_dataset_get_
     """)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ok" in done.stdout
+
+
+# -- 01.7-01.9: the other strategies of one machine ------------------------------------
+def results(gap=0.0, ms=1.5):
+    base = [np.zeros((3, 2)), np.zeros(2)]
+    out = {name: ([w.copy() for w in base], ms) for name in NAMES}
+    out["CentralStorage"] = ([w + gap for w in base], ms)
+    return out
+
+
+def test_01_7_refuses_a_dict_with_other_keys():
+    mirrored = object()  # stands for 01.1's strategy
+    assert _evaluate("01.7", ..., mirrored).status == NOT_ATTEMPTED
+    assert _evaluate("01.7", {"OneDevice": 1}, mirrored).status == WRONG
+    assert _evaluate("01.7", dict.fromkeys(NAMES, 1), None).status == NOT_ATTEMPTED  # 01.1 unfilled
+
+
+def build_and_warm_up(strategy):
+    return strategy  # written: 01.8's check reads the results and the models
+
+
+def test_01_8_explains_bad_results():
+    bad = results()
+    bad["Mirrored"] = ...
+    assert _evaluate("01.8", build_and_warm_up, bad, {}).status == WRONG
+    assert _evaluate("01.8", build_and_warm_up, None, {}).status == NOT_ATTEMPTED  # 01.7 unfilled
+    bad["Mirrored"] = [np.zeros(2)]
+    assert "Mirrored" in _evaluate("01.8", build_and_warm_up, bad, {}).message
+    slow = results(ms=0.0)
+    assert "positive" in _evaluate("01.8", build_and_warm_up, slow, {}).message
+    other = results()
+    other["OneDevice"] = ([np.zeros((4, 2))], 1.0)
+    assert "same one" in _evaluate("01.8", build_and_warm_up, other, {}).message
+    assert "models" in _evaluate("01.8", build_and_warm_up, results(), {}).message
+
+
+def test_01_8_reads_which_strategy_created_each_models_variables():
+    done = run_python("""
+        from tflearn_helpers import setup_course
+        course = setup_course(devices=2, scale="smoke", verbose=False)
+        import keras, numpy as np, tensorflow as tf
+        from tflearn_helpers.checks import _evaluate
+        from tflearn_helpers.checks.lesson01 import STRATEGY_NAMES as NAMES
+
+        strategies = [tf.distribute.OneDeviceStrategy(course.devices[0]),
+                      tf.distribute.MirroredStrategy(course.devices),
+                      tf.distribute.experimental.CentralStorageStrategy(course.devices)]
+
+        def build(strategy, scope=True, compile_in_scope=True):
+            with (strategy.scope() if scope else tf.distribute.get_strategy().scope()):
+                model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+                if compile_in_scope:
+                    model.compile(keras.optimizers.SGD(0.1), "mse")
+            if not compile_in_scope:
+                model.compile(keras.optimizers.SGD(0.1), "mse")
+            model.fit(np.ones((8, 4)), np.ones((8, 2)), batch_size=4, verbose=0)
+            return model
+
+        results = {n: ([np.zeros((4, 2)), np.zeros(2)], 1.0) for n in NAMES}
+        def verdict(**how):
+            models = {s: build(s, **how) for s in strategies}
+            return _evaluate("01.8", build, results, models)
+        assert verdict().ok, verdict()
+        hint = verdict(scope=False).message
+        assert "Where was the model built?" in hint and "scope()" not in hint, hint
+        hint = verdict(compile_in_scope=False).message
+        assert "optimizer" in hint and "scope()" not in hint, hint
+        print("ok")
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ok" in done.stdout
+
+
+def test_01_9_judges_the_learners_function_on_results_it_cannot_know():
+    far = results(gap=1e-2)
+
+    def right(res):
+        base = res["OneDevice"][0]
+        return {
+            name
+            for name, (weights, _) in res.items()
+            if max(float(np.abs(w - b).max()) for w, b in zip(weights, base, strict=True)) <= 1e-5
+        }
+
+    assert _evaluate("01.9", right, far).status == RIGHT
+    assert _evaluate("01.9", right, results()).status == RIGHT
+    assert _evaluate("01.9", lambda res: right(res) - {"OneDevice"}, far).status == RIGHT
+    typed_in = _evaluate("01.9", lambda res: set(NAMES), results())  # right on its own results
+    assert typed_in.status == WRONG and "check changed" in typed_in.message
+    assert "CentralStorage" not in typed_in.message
+    assert "not strategy names" in _evaluate("01.9", lambda res: {"TPU"}, far).message
+    assert "set" in _evaluate("01.9", lambda res: "Mirrored", far).message
+    assert _evaluate("01.9", right, None).status == NOT_ATTEMPTED  # 01.8 not done yet

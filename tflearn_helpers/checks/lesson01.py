@@ -12,9 +12,17 @@ import numpy as np
 
 from ..measuring.measure import ring_allreduce_bytes
 from ..topics import datasets, mirrored
-from . import course_code, exercise, watching
+from . import before_running, course_code, exercise, watching
 
-__all__ = ["MUTATIONS", "RIGHT_ANSWERS", "mirrored_strategy", "train_step"]
+__all__ = [
+    "MUTATIONS",
+    "RIGHT_ANSWERS",
+    "STRATEGY_NAMES",
+    "TOLERANCE",
+    "mirrored_strategy",
+    "same_as_one_device",
+    "train_step",
+]
 
 
 def _strategy_problem(strategy):
@@ -387,6 +395,252 @@ def ring_megabytes(answer):
     return "not quite: apply the ring model of section 5 to this gradient's size in bytes"
 
 
+STRATEGY_NAMES = ("OneDevice", "Mirrored", "CentralStorage")
+TOLERANCE = 1e-5
+
+
+def _classes():
+    import tensorflow as tf
+
+    return {
+        "OneDevice": tf.distribute.OneDeviceStrategy,
+        "Mirrored": tf.distribute.MirroredStrategy,
+        "CentralStorage": tf.distribute.experimental.CentralStorageStrategy,
+    }
+
+
+def _local_devices() -> int:
+    import tensorflow as tf
+
+    return len(tf.config.list_logical_devices("GPU")) or len(tf.config.list_logical_devices("CPU"))
+
+
+def _first_device() -> str:
+    import tensorflow as tf
+
+    return (tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU"))[0].name
+
+
+@exercise("01.7")
+def strategies_built(answer, strategy):
+    """answer: name -> strategy, for the three strategies of one machine; strategy: 01.1's
+    MirroredStrategy, which "Mirrored" must be (a second one over the same devices clashes)."""
+    if not isinstance(answer, dict) or set(answer) != set(STRATEGY_NAMES):
+        return f"answer with a dict whose keys are exactly {', '.join(STRATEGY_NAMES)}"
+    for name, cls in _classes().items():
+        if answer[name] is ...:
+            return f"{name} is still `...`: create that strategy"
+        if not isinstance(answer[name], cls):
+            return f"{name} is not the strategy its name says; look at tf.distribute's classes"
+    if answer["Mirrored"] is not strategy:
+        return (
+            "Mirrored is a second MirroredStrategy: two of them over the same devices clash "
+            "when both run collectives (lesson 01, section 1). Which one does this notebook have?"
+        )
+    if answer["OneDevice"].num_replicas_in_sync != 1:
+        return "OneDevice should run exactly one replica"
+    if _device_key(answer["OneDevice"].extended.worker_devices[0]) != _device_key(_first_device()):
+        return "OneDevice should run on the first of the notebook's devices"
+    for name in ("Mirrored", "CentralStorage"):
+        if answer[name].num_replicas_in_sync != _local_devices():
+            return f"{name} should use every device the setup cell created"
+    return None
+
+
+@exercise("01.8")
+def strategies_trained(build_and_warm_up, results, models):
+    """build_and_warm_up(strategy) -> the compiled model; results: name -> (weights, ms per
+    step); models: strategy -> the model trained under it. Judged by the variables: the
+    model's and its optimizer's, created by that strategy."""
+    if not callable(build_and_warm_up):
+        return "pass your function build_and_warm_up itself"
+    if not isinstance(results, dict) or set(results) != set(STRATEGY_NAMES):
+        return f"results needs exactly the keys {', '.join(STRATEGY_NAMES)}"
+    shapes = None
+    for name, value in results.items():
+        if value is ... or not isinstance(value, tuple) or len(value) != 2:
+            return f"results[{name!r}] should be the (weights, ms per step) train() returns"
+        weights, ms = value
+        if (
+            not isinstance(weights, list)
+            or not weights
+            or not all(hasattr(w, "shape") for w in weights)
+        ):
+            return f"the weights for {name} should be the list model.get_weights() returns"
+        if not isinstance(ms, float) or ms <= 0:
+            return f"the time per step for {name} should be a positive number of milliseconds"
+        these = [tuple(w.shape) for w in weights]
+        if shapes is not None and these != shapes:
+            return f"{name} trained a different model: every strategy must train the same one"
+        shapes = these
+    return _scopes_problem(models)
+
+
+@before_running("01.8")
+def warm_up_tried(strategies, build_and_warm_up):
+    """Before the cell trains: the learner's build_and_warm_up run on the check's own
+    OneDeviceStrategy (its warm-up epoch against the one the text asks for, from the
+    notebook's make_model, x, y and BATCH) and on the answer's MirroredStrategy (its
+    variables, created by that strategy)."""
+    import tensorflow as tf
+
+    if not callable(build_and_warm_up):
+        return "pass your function build_and_warm_up itself"
+    one = tf.distribute.OneDeviceStrategy(_first_device())
+    models = {}
+    for strategy in (one, strategies.get("Mirrored") if isinstance(strategies, dict) else None):
+        if strategy is None:
+            continue
+        try:
+            models[strategy] = build_and_warm_up(strategy)
+        except Exception as err:  # the learner's code: say where to look, not Keras' traceback
+            return _warm_up_raised(err, type(strategy).__name__)
+        if not hasattr(models[strategy], "get_weights"):
+            return "build_and_warm_up should return the compiled, warmed-up model"
+    return _scopes_problem(models, len(models)) or _warm_up_problem(
+        build_and_warm_up, list(models.values())
+    )
+
+
+def _warm_up_raised(err: Exception, name: str) -> str:
+    text = str(err).strip().splitlines()
+    said = f"{type(err).__name__}" + (f": {text[0][:160]}" if text else "")
+    return (
+        f"your build_and_warm_up raised {said} under {name}: were the model and its optimizer "
+        "(compile) made in that strategy's scope, and fit called as the text says?"
+    )
+
+
+_REFERENCE: dict = {}  # (ids of make_model, x, y, BATCH) -> (steps, weights) of one epoch
+
+
+def _warm_up_problem(build_and_warm_up, models: list):
+    """A hint unless each warm-up epoch took the steps the text asks for: SGD 0.05, mean squared
+    error, the global batch BATCH whatever the replicas, the examples in order (compared with a
+    reference epoch on one device: the steps of every model, the weights of the first)."""
+    import keras
+    import tensorflow as tf
+
+    given = build_and_warm_up.__globals__
+    if not all(name in given for name in ("make_model", "x", "y", "BATCH")):
+        return None  # the notebook's own names are gone: nothing to compare with
+    key = tuple(id(given[name]) for name in ("make_model", "x", "y", "BATCH"))
+    if key not in _REFERENCE:  # the reference epoch, once per notebook data
+        with tf.distribute.OneDeviceStrategy(_first_device()).scope():
+            reference = given["make_model"]()
+            reference.compile(keras.optimizers.SGD(0.05), "mse")
+        batch = given["BATCH"]
+        reference.fit(given["x"], given["y"], batch_size=batch, epochs=1, shuffle=False, verbose=0)
+        _REFERENCE.clear()
+        _REFERENCE[key] = (int(reference.optimizer.iterations.numpy()), reference.get_weights())
+    wanted, reference_weights = _REFERENCE[key]
+    for model in models:
+        steps = int(model.optimizer.iterations.numpy()) if getattr(model, "optimizer", None) else 0
+        if steps != wanted:
+            return (
+                f"your warm-up epoch took {steps} steps, not one per global batch of BATCH "
+                f"examples ({wanted}): what batch size does fit get, whatever the replicas?"
+            )
+    gap = max(
+        float(np.abs(a - b).max())
+        for a, b in zip(models[0].get_weights(), reference_weights, strict=True)
+    )
+    if gap > TOLERANCE:
+        return (
+            f"after your warm-up epoch the weights differ from the epoch the text asks for by "
+            f"up to {gap:.1e}: is it SGD at 0.05 on the mean squared error, over the examples "
+            "in the same order every time?"
+        )
+    return None
+
+
+def _scopes_problem(models, count: int = len(STRATEGY_NAMES)):  # noqa: B008 - a constant
+    """A hint unless each model's variables, and its optimizer's, belong to its strategy."""
+    if not isinstance(models, dict) or len(models) != count:
+        return "pass the models train() kept (one per strategy) as the second argument"
+    for strategy, model in models.items():
+        name = type(strategy).__name__
+        created_here = strategy.extended.variable_created_in_scope
+        optimizer = getattr(model, "optimizer", None)
+        if not all(created_here(getattr(v, "value", v)) for v in model.weights):
+            return (
+                f"the model trained under {name} was not created by that strategy: its "
+                "variables are plain ones on one device. Where was the model built?"
+            )
+        if optimizer is None or not all(
+            created_here(getattr(v, "value", v)) for v in optimizer.variables
+        ):
+            return (
+                f"the model trained under {name} has an optimizer whose variables that "
+                "strategy did not create: where was the optimizer made and the model compiled?"
+            )
+    return None
+
+
+@exercise("01.9")
+def same_as_one_device(fn, results):
+    """fn(results) -> the names whose weights are within TOLERANCE of OneDevice's; run on the
+    learner's results, then on copies in which the check moves one value of one strategy's
+    weights (which strategy, which value, by how much and which way: its choice)."""
+    if not callable(fn):
+        return "pass your function itself: it picks the names from any results it is given"
+    rng = np.random.default_rng()
+    for trial in [results, *_moved_results(results, rng)]:
+        answer = fn(trial)
+        if not isinstance(answer, (set, frozenset, list, tuple)):
+            return "your function should return a set of strategy names"
+        unknown = set(answer) - set(STRATEGY_NAMES)
+        if unknown:
+            return f"these are not strategy names of this exercise: {sorted(unknown)}"
+        if set(answer) - {"OneDevice"} != _within_tolerance(trial) - {"OneDevice"}:
+            mine = "your own results" if trial is results else "results the check changed"
+            return (
+                f"on {mine}, at least one strategy is in the wrong group: compare every value "
+                f"of every weight with OneDevice's; the largest |w - w_OneDevice| decides "
+                f"(at most {TOLERANCE})"
+            )
+    return None
+
+
+def _within_tolerance(results) -> set:
+    base = results["OneDevice"][0]
+    return {
+        name
+        for name, (weights, _) in results.items()
+        if max(float(np.abs(a - b).max()) for a, b in zip(weights, base, strict=True)) <= TOLERANCE
+    }
+
+
+def _moved_results(results, rng) -> list[dict]:
+    """One copy per other strategy, in a random order: that strategy's weights moved down by
+    2e-5 to 5e-4 in one value of a large weight array after the first; the rest as they were."""
+    copies = []
+    for name in rng.permutation([n for n in STRATEGY_NAMES if n != "OneDevice"]):
+        base = results["OneDevice"][0]
+        moved = {n: ([np.array(w, copy=True) for w in base], ms) for n, (_, ms) in results.items()}
+        weights = moved[str(name)][0]
+        # an array of over 50 values, so that one moved value leaves its mean under TOLERANCE
+        large = [i for i, w in enumerate(weights) if i > 0 and w.size > 50] or [0]
+        k = int(rng.choice(large))
+        flat = weights[k].reshape(-1)
+        flat[int(rng.integers(flat.size))] -= rng.uniform(2 * TOLERANCE, 50 * TOLERANCE)
+        copies.append(moved)
+    return copies
+
+
+_ONE_DEVICE = "tf.distribute.OneDeviceStrategy(course.devices[0])"
+_CENTRAL = "tf.distribute.experimental.CentralStorageStrategy(course.devices)"
+_SCOPE = """    with strategy.scope():
+        model = make_model()
+        model.compile(keras.optimizers.SGD(0.05), "mse")
+"""
+_WARM_UP = "model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)"
+_SAME = """    return {
+        name
+        for name, (weights, _) in results.items()
+        if max(float(np.abs(w - b).max()) for w, b in zip(weights, base, strict=True)) <= 1e-5
+    }"""
+
 # Wrong answers derived from the solution (solutions/01_mirrored_strategy.ipynb), one plausible
 # mistake each: exercise -> [(name, text of the solution cell, what replaces it)].
 # tests/test_mutations.py applies each to the solution cell and expects "wrong".
@@ -559,6 +813,70 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ("parameters, not bytes", "* 4 / 1e6", "/ 1e6"),
         ("every GPU sends to every other", "2 * (8 - 1) / 8", "(8 - 1)"),
     ],
+    "01.7": [
+        ("OneDevice on the last device", _ONE_DEVICE, _ONE_DEVICE.replace("[0]", "[-1]")),
+        ("the default strategy as OneDevice", _ONE_DEVICE, "tf.distribute.get_strategy()"),
+        (
+            "a second MirroredStrategy as Mirrored",
+            '"Mirrored": strategy,',
+            '"Mirrored": tf.distribute.MirroredStrategy(course.devices),',
+        ),
+        ("01.1's strategy as CentralStorage", _CENTRAL, "strategy"),
+        (
+            "a MirroredStrategy as CentralStorage",
+            _CENTRAL,
+            "tf.distribute.MirroredStrategy(course.devices)",
+        ),
+        ("CentralStorage on one device", _CENTRAL, _CENTRAL.replace("devices)", "devices[:1])")),
+    ],
+    "01.8": [
+        (
+            "built and compiled outside strategy.scope()",
+            _SCOPE,
+            _SCOPE.replace("with strategy.scope():", "if True:"),
+        ),
+        (
+            "compiled outside strategy.scope()",
+            _SCOPE,
+            _SCOPE.replace("        model.compile", "    model.compile"),
+        ),
+        (
+            "every model built under OneDevice",
+            "with strategy.scope():",
+            'with strategies["OneDevice"].scope():',
+        ),
+        (
+            "built outside strategy.scope(), compiled inside",
+            "    with strategy.scope():\n        model = make_model()\n",
+            "    model = make_model()\n    with strategy.scope():\n",
+        ),
+        ("shuffled", _WARM_UP, _WARM_UP.replace(", shuffle=False", "")),
+        (
+            "the per-replica batch",
+            _WARM_UP,
+            _WARM_UP.replace(
+                "batch_size=BATCH", "batch_size=BATCH // strategy.num_replicas_in_sync"
+            ),
+        ),
+        ("Keras' default batch size", _WARM_UP, _WARM_UP.replace("batch_size=BATCH, ", "")),
+        ("the mean absolute error", '"mse")', '"mae")'),
+    ],
+    "01.9": [
+        (
+            "the three names typed in",
+            "    base = results[",
+            '    return {"OneDevice", "Mirrored", "CentralStorage"}\n    base = results[',
+        ),
+        ("the mean difference, not the largest", "np.abs(w - b).max()", "np.abs(w - b).mean()"),
+        ("the signed difference", "np.abs(w - b).max()", "(w - b).max()"),
+        (
+            "the first weight array only",
+            "zip(weights, base, strict=True)",
+            "zip(weights[:1], base)",
+        ),
+        ("a looser tolerance", ") <= 1e-5", ") <= 1e-3"),
+        ("compared with Mirrored", 'results["OneDevice"][0]', 'results["Mirrored"][0]'),
+    ],
 }
 
 _STRATEGY = "tf.distribute.MirroredStrategy(devices=course.devices, cross_device_ops=None)"
@@ -673,5 +991,54 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
             "round(2 * 7 / 8 * 25_557_032 * 4 / 1e6, 1)",
         ),
         ("worked out by hand", "2 * (8 - 1) / 8 * 25_557_032 * 4 / 1e6", "178.9"),
+    ],
+    "01.7": [
+        (
+            "CentralStorage given its devices by keyword",
+            _CENTRAL,
+            "tf.distribute.experimental.CentralStorageStrategy(compute_devices=list(course.devices))",
+        ),
+        (
+            "OneDevice given its device by keyword",
+            _ONE_DEVICE,
+            "tf.distribute.OneDeviceStrategy(device=course.devices[0])",
+        ),
+    ],
+    "01.8": [
+        (
+            "compiled with keywords and names",
+            'model.compile(keras.optimizers.SGD(0.05), "mse")',
+            "model.compile(\n"
+            "            optimizer=keras.optimizers.SGD(learning_rate=0.05), "
+            'loss="mean_squared_error"\n        )',
+        ),
+        (
+            "a dataset of global batches",
+            _WARM_UP,
+            "model.fit(\n            tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH), "
+            "epochs=1, verbose=0\n        )",
+        ),
+        ("the loss object", '"mse")', "keras.losses.MeanSquaredError())"),
+    ],
+    "01.9": [
+        ("a list of names", _SAME, _SAME.replace("{", "[", 1)[:-1] + "]"),
+        (
+            "a tolerance function",
+            _SAME,
+            """    def close(weights):
+        return all(np.all(np.abs(w - b) <= 1e-5) for w, b in zip(weights, base))
+
+    return {name for name, (weights, _) in results.items() if close(weights)}""",
+        ),
+        (
+            "a loop",
+            _SAME,
+            """    same = set()
+    for name, (weights, _) in results.items():
+        largest = max(np.max(np.abs(np.asarray(w) - np.asarray(b))) for w, b in zip(weights, base))
+        if largest <= 1e-5:
+            same.add(name)
+    return same""",
+        ),
     ],
 }
