@@ -109,7 +109,12 @@ same = place(model, [names[15]], ["/CPU:1", "/CPU:1"])
 assert "share a device" in _evaluate("03.1", answer(model, same, devs)).message
 lopsided = place(model, [names[2]], devs)
 hint = _evaluate("03.1", answer(model, lopsided, devs)).message
-assert "equal share" in hint and names[15] not in hint, hint
+assert "stage 1's modelled peak" in hint and names[15] not in hint, hint
+renamed = place(model, [names[15]], devs)
+renamed[0] = keras.Model(renamed[0].inputs, renamed[0].outputs)  # ends at a layer of its own
+renamed[0].layers[-1].name = "my_cut"
+hint = _evaluate("03.1", answer(model, renamed, devs)).message
+assert "not all of them the model's" in hint, hint
 other = place(chain(33), [names[15]], devs)
 assert "differs from the model" in _evaluate("03.1", answer(model, other, devs)).message
 fresh = place(model, [names[15]], devs)  # the good answer's training step moved its weights

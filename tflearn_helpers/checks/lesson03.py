@@ -1,14 +1,17 @@
 """Checks for lesson 03's exercises (model-parallel ResNet-101, pipeline bubbles).
 
 03.1 runs the learner's own code: it reads where the stages' parameters live (each
-variable's device), runs the learner's forward function and reads which devices executed
-its ops (the per-device graphs TensorFlow ran), compares its output with the unsplit
-model, runs one training step, compares the gradients each optimizer was given with one
-tape.gradient over the whole model, reads where each stage's backward ops ran (a gradient op
-is named after the forward op it differentiates) and where the optimizers keep their
-variables (slots). 03.3 runs the learner's GPipe schedule on a
-small two-stage model, on a fresh batch and number of micro-batches, compares its gradients
-with one full-batch tape.gradient and reads the order of its forward and backward passes.
+variable's device), counts each stage's peak memory in a training step with lesson 00's
+memory model (the cuts read from the names of the stages' last layers), runs the learner's
+forward function and reads which devices executed its ops (the per-device graphs TensorFlow
+ran), compares its output with the unsplit model, runs one training step, compares the
+gradients each optimizer was given with one tape.gradient over the whole model, reads where
+each stage's backward ops ran (a gradient op is named after the forward op it
+differentiates) and where the optimizers keep their variables
+(slots). 03.3 runs the learner's fill-drain schedule (GPipe's order, without its
+recomputation) on a small two-stage model, on a fresh batch and number of micro-batches,
+compares its gradients with one full-batch tape.gradient and reads the order of its forward
+and backward passes.
 Hints say what is wrong, never where to cut or what to write.
 """
 
@@ -20,6 +23,7 @@ import numpy as np
 
 from ..measuring.measure import pipeline_bubble
 from ..runtime import validate
+from ..topics import memory
 from ..topics.placement import (
     PLUMBING_OPS,
     compute_op_counts,
@@ -34,8 +38,10 @@ __all__ = ["MUTATIONS", "RIGHT_ANSWERS"]
 
 #: ResNet-101 has 3 + 4 + 23 + 3 residual blocks.
 RESNET101_BLOCKS = 33
-#: "Balanced": the fullest device holds at most this many times an equal share of parameters.
-BALANCE_TOLERANCE = 1.25
+#: "Balanced": the stage with the highest modelled peak holds at most this many times the mean.
+BALANCE_TOLERANCE = 1.1
+#: The training step whose memory the stages balance (modelled: nothing runs it), and its optimizer.
+MEMORY_BATCH, MEMORY_OPTIMIZER = 64, "momentum"
 KEYS = ("model", "stages", "optimizers", "forward", "train_step")
 
 
@@ -46,7 +52,7 @@ def resnet101_split(answer):
     if not isinstance(answer, dict) or set(answer) != set(KEYS):
         return f"answer with a dict whose keys are exactly {', '.join(KEYS)}"
     model, stages = answer["model"], list(answer["stages"])
-    hint = _check_model(model) or _check_parameters(model, stages)
+    hint = _check_model(model) or _check_parameters(model, stages) or _check_memory(model, stages)
     if hint:
         return hint
     return (  # cheapest first; the optimizers again after training (built lazily in the step?)
@@ -84,11 +90,35 @@ def _check_parameters(model, stages):
     total = int(model.count_params())
     if sum(per_device.values()) != total:
         return "the stages together do not hold exactly the model's parameters"
-    fullest, share = max(per_device.values()), total / len(stages)
-    if fullest > BALANCE_TOLERANCE * share:
+    return None
+
+
+def _check_memory(model, stages):
+    """Each stage's modelled peak in a training step of MEMORY_BATCH images; the cuts are read
+    from the names of the stages' last layers (clone_model keeps the model's names)."""
+    names = {layer.name for layer in model.layers}
+    cuts = [stage.layers[-1].name for stage in stages[:-1]]
+    if not all(cut in names for cut in cuts):
         return (
-            f"the fullest device holds {fullest / share:.2f} times an equal share of the "
-            f"parameters (at most {BALANCE_TOLERANCE} is balanced): move the cuts"
+            f"the stages end at layers {cuts}, not all of them the model's: cut the model "
+            "itself, at block outputs, and copy each segment (keras.models.clone_model)"
+        )
+    try:
+        peaks = [
+            f.total
+            for f in memory.pipeline(
+                memory.profile(model), cuts, MEMORY_BATCH, optimizer=MEMORY_OPTIMIZER
+            )
+        ]
+    except ValueError:
+        return f"the stages end at {cuts}: cut at distinct block outputs, in the model's order"
+    mean = sum(peaks) / len(peaks)
+    fullest = max(range(len(peaks)), key=peaks.__getitem__)
+    if peaks[fullest] > BALANCE_TOLERANCE * mean:
+        return (
+            f"in a training step of {MEMORY_BATCH} images, stage {fullest}'s modelled peak is "
+            f"{peaks[fullest] / mean:.2f} times the mean stage's (at most {BALANCE_TOLERANCE} "
+            "is balanced): what does a stage hold besides its parameters? Move the cuts"
         )
     return None
 
@@ -469,6 +499,7 @@ _ONE_AT_A_TIME = """    kept = [[] for _ in stages]
 # builds ResNet-101 (about 4 s at smoke alone) before the check; a mistake in the training step
 # costs about 20 s, so only the two found there since the check compares gradients (below) are
 # here; tests/test_lesson03_checks.py gives it more wrong training steps on a small model.
+_CUTS = "cuts = [blocks[i] for i in min(itertools.combinations(range(len(blocks)), K - 1), key=fullest)]\n"  # noqa: E501
 MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
     "03.1": [
         (
@@ -479,8 +510,19 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ),
         (
             "cut into equal numbers of blocks",
-            "cuts = [blocks[i] for i in model_parallel.balance(params, K)]",
-            "cuts = [blocks[len(blocks) * (i + 1) // K - 1] for i in range(K - 1)]",
+            _CUTS,
+            "cuts = [blocks[len(blocks) * (i + 1) // K - 1] for i in range(K - 1)]\n",
+        ),
+        (
+            "balanced by parameters",
+            _CUTS,
+            "segments = model_parallel.segment_models(resnet101, blocks)\n"
+            "cuts = [blocks[i] for i in model_parallel.balance([s.count_params() for s in segments], K)]\n",  # noqa: E501
+        ),
+        (
+            "balanced by the activations alone, the weights' memory left out",
+            "    return max(peak.total for peak in peaks)",
+            "    return max(peak.activations for peak in peaks)",
         ),
         (
             "optimizers built outside the stage's device scope",
@@ -596,6 +638,11 @@ MUTATIONS["03.1"] += [
 # answered "right" (tests/test_mutations.py).
 RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
     "03.1": [
+        (
+            "the cuts whose stages' peaks are closest together",
+            "    return max(peak.total for peak in peaks)\n",
+            "    return max(p.total for p in peaks) - min(p.total for p in peaks)\n",
+        ),
         (
             "every update after every backward pass, each on its device",
             _BACKWARD,

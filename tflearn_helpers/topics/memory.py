@@ -242,10 +242,15 @@ def pipeline(
     micro_batches: int = 1,
     schedule: str = "gpipe",
     optimizer: str = "adam",
+    recompute: bool = False,
 ) -> list[Footprint]:
     """Each stage of a model split after ``cuts`` (``micro_batches=1``: plain model
-    parallelism). GPipe runs every forward first, so a stage keeps all M micro-batches'
-    activations; 1F1B starts backwards early, so stage s (of K) keeps at most K - s."""
+    parallelism). GPipe's order runs every forward first, so a stage keeps all M
+    micro-batches' activations; 1F1B starts backwards early, so stage s (of K) keeps at most
+    K - s. ``recompute``: each stage keeps only its input of every micro-batch and runs its
+    forward pass again in each backward pass (GPipe as published, Huang et al. 2019,
+    section 2.3), so it holds one micro-batch's activations at a time and the inputs of all
+    those in flight."""
     validate.counts(batch=batch, micro_batches=micro_batches)
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
@@ -257,7 +262,8 @@ def pipeline(
     for s, stage in enumerate(stages):
         alive = micro_batches if schedule == "gpipe" else min(micro_batches, len(stages) - s)
         held = batch if s == 0 else alive * micro  # stage 0 holds the whole input batch
-        prints.append(one_device(stage, held, optimizer, examples_kept=alive * micro))
+        kept = micro if recompute else alive * micro  # activations alive at once
+        prints.append(one_device(stage, held, optimizer, examples_kept=kept))
     return prints
 
 
