@@ -7,7 +7,7 @@ import os
 
 from . import before_running, exercise, watching
 
-__all__ = ["MUTATIONS", "RIGHT_ANSWERS", "configs_before_launch"]
+__all__ = ["MUTATIONS", "RIGHT_ANSWERS"]
 
 
 @exercise("04.4")
