@@ -1,10 +1,15 @@
-"""Starting a TensorFlow program: a fresh interpreter against a fork of the fork server.
+"""Starting a TensorFlow program: a fresh interpreter against a fork of the fork server; and
+starting a short command from a process that has imported TensorFlow, with a Python
+``preexec_fn`` against through ``setpriv --pdeathsig`` (both die with their parent).
 
 Runs the same tiny program N times each way, alternating, one at a time: it imports
 TensorFlow, runs one op (the runtime starts) and reports the CPU seconds its own process used.
 Prints the median wall time from start to exit and the program's own CPU seconds each way,
 the fork server's one-time import, and the ratios; asserts a forked start costs under half
-the CPU of a fresh one (the import is most of a start).
+the CPU of a fresh one (the import is most of a start). Then starts ``true`` 200 times each
+way, alternating in blocks of 20 (as ``LocalSlurm.run`` starts ``scontrol`` when it polls a
+job), and prints this process's and its children's CPU per start: a ``preexec_fn`` makes
+Popen fork, copying this process's page tables; asserts setpriv's way costs under half.
 
     python benchmarks/process_start.py [--runs 5]
 """
@@ -12,14 +17,16 @@ the CPU of a fresh one (the import is most of a start).
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
+import subprocess
 import sys
 import time
 
 import psutil
 
 from tflearn_helpers import report
-from tflearn_helpers.programs import fork_server, processes
+from tflearn_helpers.programs import child_setup, fork_server, processes
 
 PROGRAM = (
     "import time\nimport tensorflow as tf\nint(tf.constant(1) + 1)\n"
@@ -35,6 +42,34 @@ def _start(fresh: bool) -> tuple[float, float]:
     wall = time.perf_counter() - began
     cpu = float(child.output().split("cpu ")[-1])
     return wall, cpu
+
+
+def _cpu() -> float:
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def short_commands(blocks: int = 10, per_block: int = 20) -> dict[str, float]:
+    """CPU ms per start of ``true``, each way, from this process once it has imported
+    TensorFlow and run an op (as a notebook's kernel or a check has)."""
+    import tensorflow as tf
+
+    int(tf.constant(1) + 1)
+    ways = {
+        "preexec_fn (fork)": ({"preexec_fn": child_setup.child_setup}, ["true"]),
+        "setpriv (vfork)": ({}, child_setup.dying_with_parent(["true"])),
+    }
+    spent = dict.fromkeys(ways, 0.0)
+    for _ in range(blocks):
+        for name, (options, command) in ways.items():
+            began = _cpu()
+            for _ in range(per_block):
+                subprocess.run(command, stdin=subprocess.DEVNULL, check=True, **options)
+            spent[name] += _cpu() - began
+    return {name: 1000 * cpu / (blocks * per_block) for name, cpu in spent.items()}
 
 
 def main() -> None:
@@ -61,6 +96,19 @@ def main() -> None:
     )
     assert forked_cpu < fresh_cpu / 2, "a fork skips the import, most of a start's CPU"
     processes.stop_all()
+    if child_setup.dying_with_parent(["true"]) is None:
+        print("no setpriv (util-linux) here: the short commands' comparison is skipped")
+        return
+    per_start = short_commands()
+    print(
+        report.format_table(
+            [(k, f"{v:.2f}") for k, v in per_start.items()],
+            ("a short command started with", "CPU ms per start"),
+        )
+    )
+    forked, plain = per_start.values()
+    print(f"preexec_fn / setpriv: {forked / plain:.1f}x CPU per start")
+    assert plain < forked / 2, "setpriv's start copies no page tables"
 
 
 if __name__ == "__main__":

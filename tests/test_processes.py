@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -95,7 +96,12 @@ def test_wait_until_stops_early_when_a_child_it_depends_on_dies():
     assert programs.start is programs.processes.start
 
 
-def test_a_child_dies_with_its_killed_parent(tmp_path):
+@pytest.mark.parametrize(
+    "command",
+    ["[sys.executable, '-c', 'import time; time.sleep(60)']", "['sleep', '60']"],
+    ids=["a fork of the fork server", "through setpriv"],
+)
+def test_a_child_dies_with_its_killed_parent(tmp_path, command):
     """A parent killed outright (no atexit) still takes its children with it (Linux)."""
     if not sys.platform.startswith("linux"):
         pytest.skip("PR_SET_PDEATHSIG is Linux only")
@@ -106,7 +112,7 @@ def test_a_child_dies_with_its_killed_parent(tmp_path):
             f"""
             import pathlib, sys, time
             from tflearn_helpers import programs
-            child = programs.processes.start([sys.executable, "-c", "import time; time.sleep(60)"])
+            child = programs.processes.start({command})
             pathlib.Path({str(marker)!r}).write_text(str(child.pid))
             time.sleep(60)
             """
@@ -200,3 +206,15 @@ def test_starting_a_task_again_stops_its_earlier_copy_stuck_at_the_barrier():
         programs.events.wait_for(again.output, "waiting", timeout=30, depends_on=[again])
     finally:
         again.stop(grace=0)
+
+
+def test_a_plain_child_starts_through_setpriv_and_a_missing_one_is_left_to_popen():
+    """A child that only needs to die with its parent starts without a Python ``preexec_fn``
+    (setpriv sets the death signal), so Popen need not copy this process's page tables."""
+    if not shutil.which("setpriv") or not sys.platform.startswith("linux"):
+        pytest.skip("no setpriv (util-linux) here")
+    wrapped = programs.child_setup.dying_with_parent(["sleep", "1"])
+    assert wrapped[1:4] == ["--pdeathsig", "KILL", "--"] and wrapped[4].endswith("/sleep")
+    assert programs.child_setup.dying_with_parent(["no-such-program-here"]) is None
+    with pytest.raises(FileNotFoundError):  # as before: Popen names the missing program
+        programs.processes.start(["no-such-program-here"])

@@ -304,9 +304,11 @@ class LocalSlurm:
         """Run a Slurm command (a list, or a string split like a shell) against this
         cluster; its CompletedProcess (text). ``check``: raise with its output if it fails."""
         args = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
+        dying = child_setup.dying_with_parent(args, self.env.get("PATH", os.environ.get("PATH")))
+        options = {} if dying else {"preexec_fn": child_setup.child_setup}
         done = subprocess.run(
-            args, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-            env={**os.environ, **self.env}, preexec_fn=child_setup.child_setup,  # dies with us
+            dying or args, capture_output=True, text=True, timeout=timeout,
+            stdin=subprocess.DEVNULL, env={**os.environ, **self.env}, **options,
         )  # fmt: skip
         if check and done.returncode != 0:
             raise RuntimeError(

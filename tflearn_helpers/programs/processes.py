@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from . import fork_server
-from .child_setup import check_namespaces, child_setup
+from .child_setup import check_namespaces, child_setup, dying_with_parent
 
 __all__ = [
     "Child",
@@ -97,16 +97,19 @@ class Child:
         _LIVE.add(self)
 
     def _popen(self, environment, cwd, setup) -> subprocess.Popen:
+        unset = all(value is None for value in setup.values())  # core 0 is a core
+        plain = unset and dying_with_parent(self.command, environment.get("PATH"))
+        options = {} if plain else {"preexec_fn": lambda: child_setup(**setup)}
         with open(self.log_path, "a") as out, open(self.err_path or os.devnull, "w") as err:
             return subprocess.Popen(
-                self.command,
+                plain or self.command,
                 stdout=out,
                 stderr=err if self.err_path else subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 env=environment,
                 cwd=cwd,
                 start_new_session=True,  # its own process group: stop() reaches its children
-                preexec_fn=lambda: child_setup(**setup),
+                **options,
             )
 
     @property
