@@ -2,8 +2,6 @@
 anything is submitted, and (where Slurm is installed) a right script and a right task on a
 real local cluster. tests/test_mutations.py answers every wrong variant of the solutions."""
 
-from pathlib import Path
-
 import pytest
 
 from tflearn_helpers.checks import check
@@ -104,22 +102,3 @@ def test_a_task_that_resumes_is_right(cluster):
 
     result = check("07.2", run_task, cluster)
     assert result.ok, result.message
-
-
-def test_lesson_07_runs_to_the_end_without_slurm(tmp_path):
-    """Where LocalSlurm cannot start (no Slurm, not root, no namespaces) the lesson says so in
-    its first cells and still runs to the end, its runs skipped."""
-    import nbformat
-    from nbclient import NotebookClient
-
-    path = Path(__file__).resolve().parents[1] / "notebooks" / "07_clusters.ipynb"
-    lesson = nbformat.read(str(path), as_version=4)
-    setup = [c for c in lesson.cells if "slurm.start()" in c.source]
-    assert len(setup) == 1
-    missing = "    raise cluster.slurm.SlurmNotInstalledError('not installed (this test)')\n"
-    setup[0].source = setup[0].source.replace("    slurm.start()\n", missing)
-    NotebookClient(lesson, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()  # fmt: skip
-    printed = [o.get("text", "") for c in lesson.cells if c.cell_type == "code" for o in c.outputs]
-    assert any("No Slurm cluster here (not installed (this test))" in text for text in printed)
-    assert not any("submitted job" in text for text in printed)

@@ -12,7 +12,6 @@ import pytest
 
 from tflearn_helpers import programs
 from tflearn_helpers.cluster import network
-from tflearn_helpers.measuring.report import SKIPPED_KEY
 from tflearn_helpers.programs import fork_server
 
 needs_namespaces = pytest.mark.skipif(
@@ -200,26 +199,3 @@ def test_nothing_is_left_after_the_owner_is_killed(tmp_path):
         20,
         "the namespace and every process to go",
     )
-
-
-def test_lesson05_runs_all_on_the_plain_loopback(monkeypatch):
-    """Without namespaces (forced), Run All of lesson 05 passes and says what it cannot show."""
-    import nbformat
-    from nbclient import NotebookClient
-
-    monkeypatch.setenv(network.FORCE_PLAIN, "plain")
-    monkeypatch.setenv("TFLEARN_SCALE", "smoke")
-    path = Path(__file__).parents[1] / "notebooks" / "05_communication.ipynb"
-    notebook = nbformat.read(path, as_version=4)
-    NotebookClient(notebook, timeout=300, kernel_name="python3").execute()  # raises on error
-    text = "".join(
-        output.get("text", "") for cell in notebook.cells for output in cell.get("outputs", [])
-    )
-    assert "plain loopback, unshaped" in text and "cannot show" in text
-    assert "not asserted" in text
-    tags = [o["metadata"][SKIPPED_KEY] for c in notebook.cells for o in c.get("outputs", [])
-            if SKIPPED_KEY in o.get("metadata", {})]  # fmt: skip
-    assert tags == [
-        {"label": "a shaped link (rates, a slowed or cut link)",
-         "value": f"not shown ({network.FORCE_PLAIN}=plain is set)"}
-    ] * len(tags) and len(tags) == 2, tags  # sections 4 and 7 each ask for a link  # fmt: skip
