@@ -4,7 +4,7 @@ tests/test_mutations.py in a fresh process (TensorFlow's devices are set up once
     python tests/mutation_runner.py NN OUT.json
 
 For each code cell that calls ``check("NN.k", ...)``, first every mutation of
-``checks/lessonNN.MUTATIONS["NN.k"]`` (the cell's text with one mistake put in) and
+``tests/answers/lessonNN.MUTATIONS["NN.k"]`` (the cell's text with one mistake put in) and
 every entry of ``RIGHT_ANSWERS["NN.k"]`` (the cell's answer written another way the exercise's
 text allows) runs in a copy of the notebook's namespace, then the cell as the solution wrote
 it, which the cells after it build on. Then the exercise notebook's version of every cell (the
@@ -32,6 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "tests"))  # the tables: tests/answers/lessonNN.py
 
 from make_exercises import strip_code  # noqa: E402
 from nbtools import read  # noqa: E402
@@ -153,8 +154,8 @@ def run_mutations(exercise_id: str, source: str, table, namespace: dict) -> dict
 
 
 def main(lesson: str, out_path: str) -> None:
-    module = importlib.import_module(f"tflearn_helpers.checks.lesson{lesson}")
-    table, rights = module.MUTATIONS, getattr(module, "RIGHT_ANSWERS", {})
+    module = importlib.import_module(f"answers.lesson{lesson}")
+    table, rights = module.MUTATIONS, module.RIGHT_ANSWERS
     cells = solution_cells(lesson)
     report = {"solution": {}, "mutations": {}, "right_answers": {}, "outputs": [], "unfilled": {}}
     report["filled_alone"] = {}

@@ -83,7 +83,7 @@ def test_00_5_right_in_fresh_processes_of_two_counts():
 
 def test_00_5_an_endless_answer_is_stopped_and_reaped():
     """The endless one may be stopped while it still imports TensorFlow (a busy machine):
-    either way its process is reaped. (The plausible mistakes are in lesson00.MUTATIONS.)"""
+    either way its process is reaped. (The plausible mistakes are in tests/answers/lesson00.py.)"""
     before = {child.pid for child in _children()}
     message = lesson00.configure_fresh_process(configure_forever, (3,), 20)
     assert message is not None and "ran over 20 s" in message, message

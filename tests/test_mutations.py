@@ -1,13 +1,14 @@
 """Each check against the wrong answers derived from its solution (its mutation table), and
 against right answers written differently from the solution (its right-answer table).
 
-``checks/lessonNN.MUTATIONS`` lists, per exercise, plausible mistakes as edits of
-the solution notebook's cell. tests/mutation_runner.py runs the lesson's solution cells in a
-fresh process, each mutated cell beside the right one; these tests read what it recorded:
-every mutation is answered "wrong" with a hint that does not give the answer away, every
-solution "right", the unfilled exercises "not attempted", and no cell shows a question's
-answer above it. ``RIGHT_ANSWERS`` lists, per exercise, other ways of writing the answer that
-the exercise's text allows (a learner's defaults, guards, other allowed sizes): each is "right".
+``tests/answers/lessonNN.MUTATIONS`` (test data: kept out of the package, which holds only
+the checks) lists, per exercise, plausible mistakes as edits of the solution notebook's cell.
+tests/mutation_runner.py runs the lesson's solution cells in a fresh process, each mutated cell
+beside the right one; these tests read what it recorded: every mutation is answered "wrong"
+with a hint that does not give the answer away, every solution "right", the unfilled exercises
+"not attempted", and no cell shows a question's answer above it. ``RIGHT_ANSWERS`` lists, per
+exercise, other ways of writing the answer that the exercise's text allows (a learner's
+defaults, guards, other allowed sizes): each is "right".
 """
 
 from __future__ import annotations
@@ -16,12 +17,7 @@ import json
 import re
 
 import pytest
-from mutation_runner import checked_id, mutate, solution_cells, strip_code
-
-from tflearn_helpers.checks import (
-    NOT_ATTEMPTED,
-    RIGHT,
-    WRONG,
+from answers import (
     lesson00,
     lesson01,
     lesson02,
@@ -33,6 +29,9 @@ from tflearn_helpers.checks import (
     lesson08,
     lesson09,
 )
+from mutation_runner import checked_id, mutate, solution_cells, strip_code
+
+from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG
 
 TABLES = {
     "00": lesson00.MUTATIONS,
@@ -164,8 +163,11 @@ def _gives_away(exercise_id: str, text: str) -> list[str]:
 
 @pytest.mark.parametrize("lesson", sorted(TABLES))
 def test_every_check_has_a_mutation_table_that_applies(lesson):
+    import importlib
+
     from tflearn_helpers import checks
 
+    importlib.import_module(f"tflearn_helpers.checks.lesson{lesson}")  # registers its checks
     registered = {k for k in checks._REGISTRY if k.startswith(lesson + ".")}
     asked = {checked_id(s) for s in solution_cells(lesson)} - {None}
     assert set(TABLES[lesson]) == registered == asked

@@ -18,10 +18,12 @@ import tflearn_helpers
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import nbtools  # noqa: E402
+from make_exercises import strip_code  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def wheel_files(tmp_path_factory) -> set[str]:
+def wheel_sources(tmp_path_factory) -> dict[str, str]:
+    """Every file of the built wheel: its text for a ``.py``, "" for the others."""
     out = tmp_path_factory.mktemp("wheel")
     for stale in (ROOT / "build").glob("lib*"):  # setuptools' copy from an earlier build keeps
         shutil.rmtree(stale)  # modules deleted since, and the wheel would hold them
@@ -29,7 +31,12 @@ def wheel_files(tmp_path_factory) -> set[str]:
     subprocess.run(build, check=True, timeout=600, capture_output=True)
     (wheel,) = out.glob("tflearn_helpers-*.whl")
     with zipfile.ZipFile(wheel) as zf:
-        return set(zf.namelist())
+        return {n: zf.read(n).decode() if n.endswith(".py") else "" for n in zf.namelist()}
+
+
+@pytest.fixture(scope="module")
+def wheel_files(wheel_sources) -> set[str]:
+    return set(wheel_sources)
 
 
 def test_the_wheel_holds_no_repository_tooling(wheel_files):
@@ -129,3 +136,62 @@ def test_the_wheel_holds_only_what_the_notebooks_reach(wheel_files):
         todo += [n for n in _package_imports(path_of[m]) if n in modules]
         todo += [p for p in modules if m.startswith(p + ".")]  # a module's package __init__
     assert modules - reached == set(), f"in the wheel, used by no notebook: {modules - reached}"
+
+
+def _answer_lines() -> set[str]:
+    """The solutions' distinctive lines: what a solution cell has and its exercise does not
+    (the answers), 25 characters or more, written in no lesson and no exercise notebook."""
+    taught, answers = set(), set()
+    for nb in nbtools.course_notebooks(("notebooks", "exercises")):
+        for cell in nbtools.read(nb).cells:
+            taught |= {line.strip() for line in cell.source.splitlines()}
+    for nb in nbtools.course_notebooks(("solutions",)):
+        for cell in nbtools.read(nb).cells:
+            if cell.cell_type != "code":
+                continue
+            stub = {line.strip() for line in strip_code(cell.source).splitlines()}
+            for line in cell.source.splitlines():
+                text = re.sub(r"\s*# SOLUTION( ONLY)?$", "", line.strip())
+                if len(text) >= 25 and not text.startswith("#") and text not in stub | taught:
+                    answers.add(text)
+    return answers
+
+
+# Answer lines the package's own code also needs (each module named, with why)
+SHARED_WITH_AN_ANSWER = {
+    # the checks' own problems, written in the idiom the answers use too
+    "checks/lesson00.py": {"with tf.device(devices[-1]):"},
+    "checks/lesson01.py": {
+        "for name, (weights, _) in results.items()",
+        "step = make_step(strategy, model, optimizer, global_batch)",
+        "tf.data.Dataset.from_tensor_slices((x, y))",
+    },
+    "checks/lesson02.py": {"tf.data.Dataset.from_tensor_slices((x, y))"},
+    "checks/lesson08.py": {'x = v1.placeholder(tf.float32, [None, 10], name="x")'},
+    # 07.2's harness: the step function the answer calls, and a batch script that requeues the
+    # learner's task (07.1's answer requeues too)
+    "checks/lesson07.py": {"train_one_step(step, weights)", 'scontrol requeue "$SLURM_JOB_ID"'},
+    # lesson 08's worker program, which the lesson runs after 08.1 and 08.5
+    "topics/between_graph.py": {
+        "setter = v1.train.replica_device_setter(",
+        'cluster=cluster, worker_device=f"/job:worker/task:{task}"',
+        "opt = v1.train.SyncReplicasOptimizer(",
+    },
+}
+
+
+def test_the_wheel_holds_no_answer_and_no_test_data(wheel_sources):
+    """The checks judge answers; the wrong and right answers they are tested with (made of the
+    solutions' lines) are test data, in tests/answers/, and no solution line ships."""
+    modules = {n: s for n, s in wheel_sources.items() if n.endswith(".py")}
+    tables = [n for n, s in modules.items() if re.search(r"\b(MUTATIONS|RIGHT_ANSWERS)\b", s)]
+    assert not tables, f"test tables in the wheel: {tables}"
+    answers = _answer_lines()
+    assert len(answers) > 100, len(answers)  # the reader found the solutions' answers
+    shipped = {}
+    for name, source in modules.items():
+        module = name.removeprefix("tflearn_helpers/")
+        found = {a for a in answers if a in source} - SHARED_WITH_AN_ANSWER.get(module, set())
+        if found:
+            shipped[module] = sorted(found)
+    assert not shipped, f"solution lines in the wheel: {shipped}"

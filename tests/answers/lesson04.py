@@ -1,0 +1,128 @@
+"""The tables tests/test_mutations.py runs against the checks of lesson 04
+(tflearn_helpers/checks/lesson04.py): ``MUTATIONS``, wrong answers made of the solution's
+lines (each must be judged wrong, with a hint), and ``RIGHT_ANSWERS``, right answers written
+differently (each must be judged right). Test data: kept out of the learner's wheel."""
+
+from __future__ import annotations
+
+_TF_CONFIG = 'return {"cluster": two_workers, "task": {"type": "worker", "index": index}}'
+
+_ENV = 'env={"TF_CONFIG": json.dumps(tf_config(i)), "CUDA_VISIBLE_DEVICES": "-1"}'
+
+_RESTORE = "checkpoint.restore(tf.train.latest_checkpoint(directory))"
+
+_LAUNCH = """    workers = [
+        programs.start(
+            program, env={"TF_CONFIG": json.dumps(tf_config(i)), "CUDA_VISIBLE_DEVICES": "-1"}
+        )
+        for i in range(2)
+    ]
+    outcomes = [(worker.wait(timeout=240), worker.output()) for worker in workers]
+"""
+
+# Wrong answers derived from the solution (solutions/04_multi_worker.ipynb), one plausible
+# mistake each: exercise -> [(name, text of the solution cell, what replaces it)].
+# tests/test_mutations.py applies each to the solution cell and expects "wrong". 04.4's cell
+# starts two worker processes: a TF_CONFIG that would leave a worker waiting for a peer is
+# refused before the launch (``ready``), and a worker waited for before its peer was started is
+# stopped within seconds by its process handle's wait (both are mutations below).
+MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
+    "04.4": [
+        (
+            "each worker a cluster of its own",
+            _TF_CONFIG,
+            'return {"cluster": {"worker": [two_workers["worker"][index]]}, '
+            '"task": {"type": "worker", "index": 0}}',
+        ),
+        (
+            "the course's TF_CONFIG builder",
+            _TF_CONFIG,
+            'return cluster.tf_config.build(two_workers, "worker", index)',
+        ),
+        ("TF_CONFIG left out of the environment", _ENV, 'env={"CUDA_VISIBLE_DEVICES": "-1"}'),
+        ("TF_CONFIG as Python's str, not JSON", "json.dumps(tf_config(i))", "str(tf_config(i))"),
+        ("a task type the cluster lacks", '"type": "worker"', '"type": "chief"'),
+        ("both workers task 0", '"index": index', '"index": 0'),
+        (
+            "a cluster of three workers",
+            '"cluster": two_workers',
+            '"cluster": {"worker": two_workers["worker"] + ["localhost:1"]}',
+        ),
+        (
+            "worker 1 started after waiting for worker 0",
+            _LAUNCH,
+            "    outcomes = []\n    for i in range(2):\n"
+            "        worker = programs.start(\n"
+            "            program, " + _ENV + "\n        )\n"
+            "        outcomes.append((worker.wait(timeout=240), worker.output()))\n",
+        ),
+    ],
+    "04.5": [
+        (
+            "every worker saves into the chief's folder",
+            'folder = directory if chief else os.path.join(directory, f"scratch-worker-{task_id}")',
+            "folder = directory",
+        ),
+        (
+            "no chief among the workers",
+            'chief = task_type in (None, "chief") or (task_type == "worker" and task_id == 0)',
+            'chief = task_type in (None, "chief")',
+        ),
+        ("one scratch folder for all the others", 'f"scratch-worker-{task_id}"', '"scratch"'),
+        ("nothing restored", _RESTORE, "tf.train.latest_checkpoint(directory)"),
+        (
+            "the oldest checkpoint restored",
+            _RESTORE,
+            "state = tf.train.get_checkpoint_state(directory)\n"
+            "    checkpoint.restore(state.all_model_checkpoint_paths[0] if state else None)",
+        ),
+        (
+            "a restore that insists on a checkpoint",
+            _RESTORE,
+            _RESTORE + ".assert_consumed()",
+        ),
+        ("five kept", "max_to_keep=2", "max_to_keep=5"),
+    ],
+}
+
+# Right answers written differently from the solution, as a learner allowed by the exercise's
+# text would write them: exercise -> [(name, text of the solution cell, what replaces it)].
+# tests/test_mutations.py applies each to the solution cell and expects "right".
+RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
+    "04.4": [
+        (
+            "the cluster copied, the task's keys in another order",
+            _TF_CONFIG,
+            'return {"cluster": dict(two_workers), "task": {"index": index, "type": "worker"}}',
+        ),
+        (
+            "started in a loop, then waited for in a loop",
+            _LAUNCH,
+            """    workers = []
+    for i in range(2):
+        env = {"TF_CONFIG": json.dumps(tf_config(i)), "CUDA_VISIBLE_DEVICES": "-1"}
+        workers.append(programs.start(program, env=env))
+    outcomes = []
+    for worker in workers:
+        code = worker.wait(timeout=300)
+        outcomes.append((code, worker.output()))
+""",
+        ),
+    ],
+    "04.5": [
+        (
+            "an `if latest:` guard",
+            _RESTORE,
+            "latest = tf.train.latest_checkpoint(directory)\n"
+            "    if latest:\n        checkpoint.restore(latest)",
+        ),
+        (
+            "scratch folders beside the chief's, 2 kept given by position",
+            "folder = directory if chief else "
+            'os.path.join(directory, f"scratch-worker-{task_id}")\n'
+            "    return tf.train.CheckpointManager(checkpoint, folder, max_to_keep=2)",
+            'folder = directory if chief else f"{directory}-scratch-{task_type}-{task_id}"\n'
+            "    return tf.train.CheckpointManager(checkpoint, folder, 2)",
+        ),
+    ],
+}
