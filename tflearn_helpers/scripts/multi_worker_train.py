@@ -41,7 +41,7 @@ def report(kind, **fields):  # one line for whoever launched us: TFLEARN_EVENT {
 
 def report_crash(kind, error, trace):  # a worker that dies says why, then dies as usual
     lines = [ln.strip() for ln in str(error).splitlines() if ln.strip() and "File " not in ln]
-    report("error", error=kind.__name__, message=" | ".join(lines)[:400])
+    report("error", error=kind.__name__, lines=[ln[:200] for ln in lines[:12]])  # a list
     sys.__excepthook__(kind, error, trace)
 
 
