@@ -1,6 +1,6 @@
 """The wheel a learner installs (on Colab: ``%pip install git+...``) holds the lesson helpers
 and ``doctor``, and none of the repository's tooling (the course runner, the leftover finder,
-the notebook tools: tools/)."""
+the notebook tools: tools/), nor the checks' test data (tests/answers/) or a solution's lines."""
 
 import ast
 import inspect
