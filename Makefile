@@ -1,7 +1,8 @@
 # tflearn: the course's commands. Each target creates what it needs from scratch.
 #   make lab     JupyterLab on the course (no root, no apt; lab 08b's kernel only where Python
 #                3.11 exists: without it the lab opens and says how to add lab 08b later)
-#   make course  execute the whole course at the default scale into build/ (HTML + index),
+#   make course  execute the whole course at the default scale into build/ (HTML + index,
+#                and the website build/site/: make site),
 #                two notebooks at a time (COURSE_JOBS); no root, no apt: a lesson missing a
 #                system program (Slurm, iproute2) says so, and the summary page lists it
 #   make test    what CI runs: system-deps (root), lint, unit tests, the main job itself (make
@@ -30,12 +31,12 @@ export PYTHONFAULTHANDLER ?= 1  # a crashed Python (a test, a kernel, a worker) 
 
 .PHONY: test test-unit test-mutations test-browser test-nbval-solutions unit notebooks run-all run-all-exercises run-all-oldest course lab doctor \
 	lint format exercises env legacy-env legacy-kernel oldest-env system-deps soak soak-lab clean \
-	test-learner
+	test-learner site
 
 env: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install $(PIP_FLAGS) -c requirements/constraints.txt -e ".[dev]"
+	$(BIN)/python -m pip install $(PIP_FLAGS) -c requirements/constraints.txt -e ".[dev,site]"
 	@touch $@
 
 # Lab 08b runs on TensorFlow 2.15 (the last release with Estimators), in its own kernel. It
@@ -185,7 +186,15 @@ COURSE_JOBS ?= 2
 COURSE_ONLY ?=
 course: env $(LEGACY_KERNEL)
 	@$(TIMED) "make course: every lesson at the $${TFLEARN_SCALE:-default} profile" \
-		$(BIN)/python tools/course.py --out build --jobs $(COURSE_JOBS) --only "$(COURSE_ONLY)"
+		$(BIN)/python tools/course.py --out build --jobs $(COURSE_JOBS) --only "$(COURSE_ONLY)"; \
+		rc=$$?; $(SITE) || rc=1; exit $$rc
+
+# The course as a website, build/site/ (a static folder any web host serves), from the
+# notebooks make course executed into build/, none run again (tools/build_site.py). Not
+# $(MAKE) site in course's recipe: make -n runs a line that holds $(MAKE), course.py with it.
+SITE := $(TIMED) "the course's website" $(BIN)/python tools/build_site.py --run build
+site: env
+	@$(SITE)
 
 lab: env $(LEGACY_KERNEL)
 	$(BIN)/jupyter lab

@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _pyproject_requirements() -> list[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return project["dependencies"] + project["optional-dependencies"]["dev"]
+    extras = project["optional-dependencies"]
+    return project["dependencies"] + extras["dev"] + extras["site"]
 
 
 def _pins(path: Path) -> dict[str, str]:
