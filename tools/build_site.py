@@ -181,6 +181,7 @@ def stage(run: Path, staging: Path, root: Path = ROOT) -> list[str]:
     home += _toctree(["docs/MEASURED"], "Appendix")
     (staging / "index.md").write_text(home)
     (staging / "conf.py").write_text(CONF)
+    (staging / "favicon.svg").write_text(FAVICON)
     return list(chosen)
 
 
@@ -222,6 +223,8 @@ html_theme_options = {
     "navigation_with_keys": True,
 }
 html_last_updated_fmt = None
+html_context = {"default_mode": "auto"}  # unset, the theme logs an error on a first visit
+html_favicon = "favicon.svg"  # else every browser asks for /favicon.ico, and gets a 404
 nitpicky = True  # every cross-reference must resolve (with -W: or the build fails)
 # The one kind of warning let through: Pygments cannot lex a %%writefile cell (a shell or
 # Python file behind an IPython cell magic) as the notebook's language; it shows it unlit.
@@ -251,6 +254,13 @@ def _copy_mathjax(app, exc):
 def setup(app):
     app.connect("build-finished", _copy_mathjax)
 """.replace("@REPOSITORY@", REPOSITORY).replace("@PARTS@", repr(MATHJAX_PARTS))
+
+
+FAVICON = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32"'
+    ' rx="6" fill="#ff6f00"/><text x="16" y="22" font-family="sans-serif" font-size="15"'
+    ' font-weight="bold" text-anchor="middle" fill="#fff">tf</text></svg>\n'
+)
 
 
 def build(run: Path, out: Path, root: Path = ROOT, quiet: bool = True) -> list[str]:
