@@ -34,8 +34,10 @@ import sys
 import time
 from pathlib import Path
 
+import nbtools  # tools/nbtools.py, beside this file
+
 ROOT = Path(__file__).resolve().parents[1]
-REPOSITORY = "https://github.com/tflearn-course/tflearn"  # pyproject.toml's project.urls
+REPOSITORY = f"https://github.com/{nbtools.repo_slug()}"  # what stamp_headers.py repoints
 LINK = re.compile(r"(\]\()([^)\s]+)(\))")  # a Markdown link's target
 FOLDERS = ("notebooks", "exercises", "solutions")
 MATHJAX_PARTS = ("tex-chtml.js", "input/tex/extensions", "output/chtml/fonts", "ui", "a11y")
