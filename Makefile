@@ -9,7 +9,8 @@
 #                course: every lesson at the profile a learner's machine gets, cpu here), and at
 #                the smoke profile: Run All of the exercises unfilled, Run All of the lessons and
 #                solutions on the oldest stack, a real browser running Run All in JupyterLab, and
-#                a new unprivileged user's make course with Slurm, iproute2 and apt hidden
+#                a new unprivileged user's make course with Slurm, iproute2 and apt hidden;
+#                then the main job's website in the browser (test-site)
 #   make system-deps  (root, Debian) chromium, iproute2, slurm-wlm and munge, with apt-get
 #   make doctor  is this machine ready? (versions, devices, a 2-replica step, a gRPC round trip)
 #   make soak    Run All of every lesson, solution and unfilled exercise SOAK_RUNS times (5),
@@ -31,7 +32,7 @@ export PYTHONFAULTHANDLER ?= 1  # a crashed Python (a test, a kernel, a worker) 
 
 .PHONY: test test-unit test-mutations test-browser test-nbval-solutions unit notebooks run-all run-all-exercises run-all-oldest course lab doctor \
 	lint format exercises env legacy-env legacy-kernel oldest-env system-deps soak soak-lab clean \
-	test-learner site
+	test-learner site test-site
 
 env: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml requirements/constraints.txt
@@ -109,7 +110,7 @@ NBVAL := --nbval-lax --nbval-cell-timeout=900 --durations=10 -p no:randomly
 # The solutions are not a job of their own: tests/test_mutations.py runs every solution cell on
 # this stack (beside each check's wrong answers), and run-all-oldest runs them in a kernel.
 TEST_JOBS := course run-all-oldest test-unit test-mutations test-browser run-all-exercises \
-	test-learner
+	test-learner test-site
 
 test:
 	@$(TIMED) "environments and system packages" $(MAKE) --no-print-directory -j4 \
@@ -124,11 +125,18 @@ test:
 
 test-unit: env legacy-env
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: unit tests" $(BIN)/python -m pytest -q tests \
-		--ignore=tests/test_browser.py --ignore=tests/test_mutations.py --durations=15 -p no:randomly
+		--ignore=tests/test_browser.py --ignore=tests/test_mutations.py --ignore=tests/test_site.py \
+		--durations=15 -p no:randomly
 
 test-mutations: env
 	@TFLEARN_SCALE=smoke MUTATION_RUNNERS=1 $(TIMED) "pytest: checks against wrong, right answers" \
 		$(BIN)/python -m pytest -q tests/test_mutations.py --durations=5 -p no:randomly
+
+# The website the main job built from its notebooks (build/site/), in a real browser: after
+# make course, whose notebooks it reads (none run again).
+test-site: course
+	@TFLEARN_SITE_RUN=build $(TIMED) "pytest: the website in a browser" $(BIN)/python -m pytest \
+		-q tests/test_site.py -p no:randomly
 
 test-browser: env legacy-env
 	@TFLEARN_SCALE=smoke $(TIMED) "pytest: Run All in JupyterLab (browser)" $(BIN)/python -m \

@@ -120,8 +120,13 @@ def _time_table(results: list[dict]) -> str:
 
     stack = f"Python {platform.python_version()}, TensorFlow {_version('tensorflow')}"
     stack += f", Keras {_version('keras')}"
-    rows = [(r["notebook"], r["status"], f"{r['seconds']:.0f} s") for r in results]
-    return f"{stack}\n" + format_table(rows, ("notebook", "status", "time"))
+    rows = [
+        (r["notebook"], r["status"], f"{r['seconds']:.0f} s", f"{r.get('cpu_seconds', 0):.0f}")
+        for r in results
+    ]
+    total = sum(r.get("cpu_seconds", 0) for r in results)
+    table = format_table(rows, ("notebook", "status", "time", "CPU-s"))
+    return f"{stack}\n{table}\nCPU-s of the kernels and what they started: {total:.0f}"
 
 
 def _version(package: str) -> str:
@@ -169,7 +174,7 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
         on_cell_executed=progress,
     )
     before = leftovers.snapshot()
-    start = time.monotonic()
+    start, cpu = time.monotonic(), _children_cpu()
     kernel_log = open(out_dir / f"{path.stem}.kernel.log", "w")  # the kernel's standard error
     try:
         with _temp_folder(scratch):
@@ -186,6 +191,7 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
         kernel_log.close()
         shutil.rmtree(sockets, ignore_errors=True)
     result["seconds"] = time.monotonic() - start
+    result["cpu_seconds"] = _children_cpu() - cpu  # the kernel and what it started and reaped
     result["hidden_log_lines"] = _hide_tf_log(nb)
     result["left_running"] = leftovers.leftovers(before)
     if result["left_running"]:
@@ -200,6 +206,15 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
     result["skipped"] = _headlines(nb, SKIPPED_KEY)
     result["html"] = _save(nb, path, out_dir)
     return result
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's children that have ended (the kernels, with what they
+    reaped): what a notebook costs a busy machine, beside its wall time."""
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def _save(nb, path: Path, out_dir: Path) -> str:
