@@ -63,8 +63,9 @@ _NETWORKS = ("auto", "private", "loopback")
 _CRED_EXPIRE, _SCHED_INTERVAL = 5, 1
 
 
-class SlurmNotInstalledError(RuntimeError):
-    """Slurm or munge is not installed on this machine."""
+class SlurmNotInstalledError(OSError):
+    """Slurm or munge is not installed on this machine (an OSError, as a missing program is:
+    ``except OSError`` also catches a machine without root or namespaces)."""
 
 
 def _which(program: str) -> str | None:
