@@ -17,7 +17,7 @@ feedback), ``topics/`` (the lesson topics), ``scripts/`` (programs lessons start
 """
 
 from .checks import check, ready
-from .measuring.report import expect_error, headline
+from .measuring.report import expect_error, headline, skipped
 from .runtime.environment import setup_course
 from .runtime.scale import pick
 
@@ -67,5 +67,6 @@ __all__ = [
     "pick",
     "ready",
     "setup_course",
+    "skipped",
     "__version__",
 ]
