@@ -215,3 +215,75 @@ print("ok")
 """
     )
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def _warming(warm_of):
+    """A schedule shaped like 1F1B: ``warm_of(k, s, m)`` forward passes, then one forward and
+    one backward in turn, then the backward passes left."""
+
+    def schedule(k, m):
+        orders = []
+        for s in range(k):
+            warm = warm_of(k, s, m)
+            order = [("F", i) for i in range(warm)]
+            for i in range(warm, m):
+                order += [("F", i), ("B", i - warm)]
+            orders.append(order + [("B", i) for i in range(m - warm, m)])
+        return orders
+
+    return schedule
+
+
+ONE_F_ONE_B = _warming(lambda k, s, m: min(k - s, m) - 1)
+
+
+def test_one_f_one_b_takes_fill_drains_time_and_no_warm_up_can_be_shorter():
+    """The check's bound: 1F1B takes fill-drain's 2(M + K - 1) time steps within K - s alive
+    on stage s, and one forward pass fewer before the first backward pass takes longer."""
+    from tflearn_helpers.checks import lesson03
+
+    for k in range(2, 8):
+        for m in range(1, 13):
+            steps, peaks = lesson03._run_steps(ONE_F_ONE_B(k, m))
+            assert all(p <= k - s for s, p in enumerate(peaks)), (k, m)
+            fill = [[("F", i) for i in range(m)] + [("B", i) for i in range(m)]] * k
+            assert lesson03._run_steps(fill)[0] == 2 * (m + k - 1) == steps, (k, m)
+            if m > 1:
+                shorter = _warming(lambda k, s, m: max(min(k - s, m) - 2, 0))(k, m)
+                assert lesson03._run_steps(shorter)[0] > steps, (k, m)
+
+
+def test_one_f_one_b_check_steps_the_schedule_and_explains_wrong_answers():
+    right = _evaluate("03.4", ONE_F_ONE_B)
+    assert right.ok, right.message
+
+    def fill_drain(k, m):
+        return [[("F", i) for i in range(m)] + [("B", i) for i in range(m)] for _ in range(k)]
+
+    assert "alive at once" in _evaluate("03.4", fill_drain).message
+    slow = _warming(lambda k, s, m: max(min(k - s, m) - 2, 0))
+    assert "fill-drain" in _evaluate("03.4", slow).message
+    backwards = _warming(lambda k, s, m: min(s + 1, m) - 1)  # the last stage ahead
+    assert "stalls" in _evaluate("03.4", backwards).message
+
+    def skipping(k, m):
+        orders = ONE_F_ONE_B(k, m)
+        orders[-1] = [step for step in orders[-1] if step != ("F", m - 1)]
+        return orders
+
+    assert "never" in _evaluate("03.4", skipping).message
+
+    def backward_first(k, m):
+        orders = ONE_F_ONE_B(k, m)
+        orders[-1][:2] = orders[-1][1::-1]  # the last stage: B0 before F0
+        return orders
+
+    assert "before its forward" in _evaluate("03.4", backward_first).message
+    flat = _evaluate("03.4", lambda k, m: [s for order in ONE_F_ONE_B(k, m) for s in order])
+    assert "one list per stage" in flat.message
+    hard_coded = _evaluate("03.4", lambda k, m: ONE_F_ONE_B(4, 8))
+    assert not hard_coded.ok and "k=" in hard_coded.message
+    assert "raised ZeroDivisionError" in _evaluate("03.4", lambda k, m: 1 / 0).message
+    assert _evaluate("03.4", None).status == "not attempted"
+    for wrong in (fill_drain, slow, backwards, skipping, backward_first):
+        assert "min(k - s" not in _evaluate("03.4", wrong).message

@@ -261,3 +261,95 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
         ),
     ],
 }
+
+# 03.4: lesson 03's 1F1B, written from its rules. The body of the solution's function, and the
+# line that sets how many forward passes come first.
+_WARM = "warm = min(k - s, m) - 1"
+_ONE_F_ONE_B = """    orders = []
+    for s in range(k):
+        warm = min(k - s, m) - 1  # forward passes before the steady state
+        order = [("F", i) for i in range(warm)]
+        for i in range(warm, m):  # steady state: one forward, one backward
+            order += [("F", i), ("B", i - warm)]
+        orders.append(order + [("B", i) for i in range(m - warm, m)])  # drain
+    return orders
+"""
+
+MUTATIONS["03.4"] = [
+    ("fill-drain: every forward pass before the first backward pass", _WARM, "warm = m"),
+    ("one forward pass too many before the first backward", _WARM, "warm = min(k - s, m)"),
+    (
+        "one forward pass too few before the first backward",
+        _WARM,
+        "warm = max(min(k - s, m) - 2, 0)",
+    ),  # noqa: E501
+    ("the same warm-up on every stage", _WARM, "warm = min(k, m) - 1"),
+    ("the first stage warming up least", _WARM, "warm = min(s + 1, m) - 1"),
+    (
+        "each backward pass straight after its own forward pass",
+        '            order += [("F", i), ("B", i - warm)]',
+        '            order += [("F", i), ("B", i)]',
+    ),
+    (
+        "a backward pass before its forward pass",
+        '            order += [("F", i), ("B", i - warm)]',
+        '            order += [("B", i - warm), ("F", i)]',
+    ),
+    (
+        "a stage that skips a micro-batch",
+        "        for i in range(warm, m):",
+        "        for i in range(warm + 1, m):",
+    ),
+    (
+        "the drain's backward passes newest first",
+        '[("B", i) for i in range(m - warm, m)]',
+        '[("B", i) for i in reversed(range(m - warm, m))]',
+    ),
+]
+
+RIGHT_ANSWERS["03.4"] = [
+    (
+        "each stage's steps from a generator",
+        _ONE_F_ONE_B,
+        """    def steps(s):  # one stage's steps, in order
+        warm = min(k - s, m) - 1
+        yield from (("F", i) for i in range(warm))
+        for i in range(warm, m):
+            yield "F", i
+            yield "B", i - warm
+        yield from (("B", i) for i in range(m - warm, m))
+
+    return [steps(s) for s in range(k)]
+""",
+    ),
+    (
+        "a while loop: forward while fewer than K - s are alive, else the oldest backward",
+        _ONE_F_ONE_B,
+        """    orders = []
+    for s in range(k):
+        order, forward, backward = [], 0, 0
+        while backward < m:
+            if forward < m and forward - backward < k - s:
+                order.append(("F", forward))
+                forward += 1
+            else:
+                order.append(("B", backward))
+                backward += 1
+        orders.append(order)
+    return orders
+""",
+    ),
+    (
+        "a dict per stage: each step under its place in the stage's list",
+        _ONE_F_ONE_B,
+        """    orders = []
+    for s in range(k):
+        warm, at = min(k - s, m) - 1, {}  # at: each step under its place in the list
+        for i in range(m):
+            at[i if i < warm else 2 * i - warm] = ("F", i)
+            at[2 * i + warm + 1 if i < m - warm else m + i] = ("B", i)
+        orders.append([at[t] for t in sorted(at)])
+    return orders
+""",
+    ),
+]

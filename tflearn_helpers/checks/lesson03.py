@@ -11,7 +11,9 @@ differentiates) and where the optimizers keep their variables
 (slots). 03.3 runs the learner's fill-drain schedule (GPipe's order, without its
 recomputation) on a small two-stage model, on a fresh batch and number of micro-batches,
 compares its gradients with one full-batch tape.gradient and reads the order of its forward
-and backward passes.
+and backward passes. 03.4 steps the learner's 1F1B order through time steps, in plain
+Python: every stage one step per time step, once what it needs is done (no TensorFlow), for
+several numbers of stages and micro-batches, and compares its time steps with fill-drain's.
 Hints say what is wrong, never where to cut or what to write.
 """
 
@@ -444,3 +446,122 @@ def _compare_gradients(got, want, m: int):
             "backward pass receive the gradient of its output?"
         )
     return None
+
+
+#: (stages k, micro-batches m): fewer micro-batches than stages, one micro-batch, more; with
+#: one drawn at random, no list written for a few of them fits.
+SCHEDULE_CASES = ((2, 1), (4, 3), (4, 8), (3, 5), (5, 7), (6, 2), (6, 10))
+_PASS = {"F": "forward", "B": "backward"}
+
+
+@exercise("03.4")
+def one_f_one_b_schedule(schedule):
+    """schedule(k, m) -> per stage, its steps in order: ("F", i) and ("B", i). Run for several
+    k and m, a time step at a time (no TensorFlow): judged by the steps each stage runs,
+    stalls, the micro-batches each stage keeps alive and the time steps taken."""
+    if not callable(schedule):
+        return "pass your function itself, one_f_one_b, not a schedule it returned"
+    rng = np.random.default_rng()
+    drawn = (int(rng.integers(2, 8)), int(rng.integers(1, 13)))
+    for k, m in (*SCHEDULE_CASES, drawn):
+        hint = _one_f_one_b_problem(schedule, k, m)
+        if hint:
+            return hint
+    return None
+
+
+def _one_f_one_b_problem(schedule, k: int, m: int):
+    try:
+        returned = schedule(k, m)
+    except Exception as err:  # a learner's function can fail in any way; say how
+        return f"one_f_one_b({k}, {m}) raised {type(err).__name__}: {err}"
+    try:
+        orders = [[(str(kind), int(i)) for kind, i in stage] for stage in returned]
+    except (TypeError, ValueError):
+        return 'return one list per stage, each of its steps a pair ("F", i) or ("B", i)'
+    where = f"with k={k} and m={m}"
+    if len(orders) != k:
+        return f"{where} your function returned {len(orders)} lists: one per stage, please"
+    hint = _steps_problem(orders, m, where)
+    if hint:
+        return hint
+    steps, peaks = _run_steps(orders)
+    if steps is None:
+        waiting = ", ".join(f"stage {s} at {kind}{i}" for s, kind, i in peaks)
+        return (
+            f"{where} the pipeline stalls ({waiting}): each stage waits for a step that "
+            "another stage's list puts later"
+        )
+    for s, peak in enumerate(peaks):
+        if peak > k - s:
+            return (
+                f"{where} stage {s} keeps {peak} micro-batches alive at once (forward pass "
+                f"done, backward pass not yet); 1F1B keeps at most K - s = {k - s} there: "
+                "when does its first backward pass come?"
+            )
+    fill_drain = [[("F", i) for i in range(m)] + [("B", i) for i in range(m)]] * k
+    slowest, _ = _run_steps(fill_drain)
+    if steps > slowest:
+        return (
+            f"{where} your schedule takes {steps} time steps, fill-drain {slowest}: 1F1B "
+            "keeps less alive in the same time. Which stage waits when it could work?"
+        )
+    return None
+
+
+def _steps_problem(orders, m: int, where: str):
+    """Each stage runs each micro-batch's forward pass once, then its backward pass once."""
+    for s, order in enumerate(orders):
+        kinds = {kind for kind, _ in order} - set(_PASS)
+        if kinds:
+            return f'the steps are ("F", i) and ("B", i); stage {s} has {sorted(map(str, kinds))}'
+        for kind, name in _PASS.items():
+            count = Counter(i for step, i in order if step == kind)
+            unknown = sorted(set(count) - set(range(m)))
+            if unknown:
+                return (
+                    f"{where} stage {s} runs micro-batch {unknown[0]}: the micro-batches are "
+                    f"0 to {m - 1}"
+                )
+            for i in range(m):
+                if count[i] != 1:
+                    times = f"{count[i]} times" if count[i] else "never"
+                    return (
+                        f"{where} stage {s} runs the {name} pass of micro-batch {i} {times}: "
+                        "each stage runs every micro-batch's forward and backward pass once"
+                    )
+        for i in range(m):
+            if order.index(("B", i)) < order.index(("F", i)):
+                return f"{where} stage {s} runs micro-batch {i}'s backward pass before its forward"
+    return None
+
+
+def _run_steps(orders):
+    """Step the stages through their orders, all at once, one step per stage and time step: a
+    stage takes its next step once what it needs was done in an earlier time step (F of i on
+    stage s after F of i on s - 1; B of i after F of i on s and B of i on s + 1). Returns
+    (time steps, each stage's peak of micro-batches alive), or (None, the waiting steps)."""
+    k = len(orders)
+    done: set = set()
+    position, alive, peaks, steps = [0] * k, [0] * k, [0] * k, 0
+    while any(p < len(order) for p, order in zip(position, orders, strict=True)):
+        moving = []
+        for s in range(k):
+            if position[s] == len(orders[s]):
+                continue
+            kind, i = orders[s][position[s]]
+            if kind == "F":
+                needs = [("F", s - 1, i)] if s > 0 else []
+            else:
+                needs = [("F", s, i)] + ([("B", s + 1, i)] if s < k - 1 else [])
+            if all(need in done for need in needs):
+                moving.append((kind, s, i))
+        if not moving:
+            return None, [(s, *orders[s][p]) for s, p in enumerate(position) if p < len(orders[s])]
+        for kind, s, i in moving:
+            done.add((kind, s, i))
+            position[s] += 1
+            alive[s] += 1 if kind == "F" else -1
+            peaks[s] = max(peaks[s], alive[s])
+        steps += 1
+    return steps, peaks
