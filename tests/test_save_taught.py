@@ -109,3 +109,36 @@ def test_a_saved_program_is_the_lesson_s_file_whole_without_its_marker(tmp_path)
     nbtools.write(nb, path)
     with pytest.raises(ValueError, match=r"w\.py: it says it is generated, and no lesson saves"):
         save_taught.generate(tmp_path, [path])
+
+
+MISSPELLED = [
+    "#@save demo",
+    "#  @save demo",
+    "# @Save demo",
+    "# @save demo  # the lesson's",
+    "# @save-program",
+    "#@save-program tflearn_helpers/scripts/w.py",
+    "# @save-program tflearn_helpers/scripts/w.py (a worker)",
+    "    # @save-program tflearn_helpers/scripts/w.py",
+]
+
+
+def test_a_save_marker_has_one_spelling(tmp_path):
+    for line in MISSPELLED:
+        assert save_taught.misspelled_marks(f"x = 1\n{line}\ndef f():\n    return 1\n"), line
+    spelled = "# @save demo\ndef f():\n    return 1\n# @save-program tflearn_helpers/w.py\n"
+    assert save_taught.misspelled_marks(spelled + "s = '# @save is a marker'\n") == []
+    path = _course(tmp_path, "#@save demo\ndef f():\n    return 1\n")
+    with pytest.raises(ValueError, match=r"spell a save marker.*#@save demo"):
+        save_taught.generate(tmp_path, [path])
+
+
+def test_every_notebook_spells_its_save_markers_one_way():
+    """Lessons, solutions and exercises: a marker spelled otherwise would be a line ignored."""
+    found = {
+        f"{path.parent.name}/{path.name}": bad
+        for path in nbtools.course_notebooks()
+        for cell in nbtools.read(path).cells
+        if cell.cell_type == "code" and (bad := save_taught.misspelled_marks(cell.source))
+    }
+    assert found == {}
