@@ -111,6 +111,28 @@ def test_a_saved_program_is_the_lesson_s_file_whole_without_its_marker(tmp_path)
         save_taught.generate(tmp_path, [path])
 
 
+def test_a_program_written_by_several_cells_is_saved_whole(tmp_path):
+    cells = [
+        '%%writefile $W\n"""A worker."""\n# @save-program tflearn_helpers/scripts/w.py\n'
+        "import sys\n",
+        "%%writefile -a $W\n\n\ndef one():\n    return 1\n",
+        "%%writefile -a $OTHER\nother = 'not this program'\n",
+        "x = 2  # a cell between the parts\n",
+        "%%writefile -a $W\nprint(sys.argv, one())\n",
+        "%%writefile $W\nwritten = 'afresh: no longer the saved program'\n",
+        "%%writefile -a $W\nnor = 'this'\n",
+    ]
+    path = _course(tmp_path, *cells, module="x = 1\n")
+    (text,) = save_taught.programs(path, tmp_path).values()
+    body = text.split('"""A worker."""\n', 1)[1]
+    assert body == "\nimport sys\n\n\ndef one():\n    return 1\n\n\nprint(sys.argv, one())\n"
+    nb = nbtools.read(path)
+    nb.cells[1].source = nb.cells[1].source + "# @save-program tflearn_helpers/scripts/v.py\n"
+    nbtools.write(nb, path)
+    with pytest.raises(ValueError, match="writefile -a"):
+        save_taught.programs(path, tmp_path)
+
+
 MISSPELLED = [
     "#@save demo",
     "#  @save demo",

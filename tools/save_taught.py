@@ -17,6 +17,8 @@ The lesson is the one source: edit it, then run this tool; ``--check``
 
 A whole ``%%writefile`` program is saved with a ``# @save-program PATH`` line in it: PATH
 (from the repository's root) becomes the program as the lesson writes it, without that line.
+A long program may be written by several cells: the marked one, then ``%%writefile -a``
+cells with the same target, appended in the order of the notebook.
 
 The markers have one spelling, ``# @save MODULE`` and ``# @save-program PATH``, alone on
 their line: a code line that starts like one and is spelled otherwise (``#@save``,
@@ -213,18 +215,30 @@ def _text(t: Taught, module_names: set[str]) -> str:
 
 def programs(path: Path, root: Path = ROOT) -> dict[Path, str]:
     """A notebook's ``%%writefile`` programs marked ``# @save-program PATH``: PATH's text, the
-    program whole (the marker line left out) under a line that says where it comes from."""
-    found = {}
+    program whole (the marker line left out, and every later ``%%writefile -a`` cell of the
+    same target appended) under a line that says where it comes from."""
+    parts: dict[Path, list[str]] = {}
+    saving: dict[str, list[Path]] = {}  # a %%writefile target, as the cells spell it -> PATHs
     for cell in read(path).cells:
         if cell.cell_type != "code" or not is_program(cell.source):
             continue
+        options = cell.source.lstrip().split("\n", 1)[0].split()[1:]
+        append = bool(options) and options[0] in ("-a", "--append")
+        target = " ".join(options[1:] if append else options)
         lines = python_of(cell.source).splitlines()
         marks = [(i, m.group(1)) for i, ln in enumerate(lines) if (m := PROGRAM_MARK.match(ln))]
+        if append and not marks:
+            for spec in saving.get(target, []):
+                parts[spec].append("\n".join(lines) + "\n")
+            continue
+        saving[target] = []  # written afresh: what came before is not this program
         for i, spec in marks:
-            body = "\n".join(lines[:i] + lines[i + 1 :]) + "\n"
-            head = PROGRAM_HEAD.format(notebook=f"{path.parent.name}/{path.name}")
-            found[root / spec] = _ruff(head + body, root / spec)
-    return found
+            if append:
+                raise ValueError(f"{path.name}: '# @save-program' in a '%%writefile -a' cell")
+            parts[root / spec] = ["\n".join(lines[:i] + lines[i + 1 :]) + "\n"]
+            saving[target].append(root / spec)
+    head = PROGRAM_HEAD.format(notebook=f"{path.parent.name}/{path.name}")
+    return {spec: _ruff(head + "\n\n".join(text), spec) for spec, text in parts.items()}
 
 
 def generate(root: Path = ROOT, notebooks: list[Path] | None = None) -> dict[Path, str]:
