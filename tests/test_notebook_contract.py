@@ -46,10 +46,13 @@ def test_legacy_lab_declares_its_kernel():
 
 
 # --- The readability contract (COURSE_DESIGN contract item 7, issue 19) ----------------------
-#: Lessons that do not meet the readability contract yet, with why. The ONE list: a lesson
-#: here is expected to fail (strict xfail), so the test fails as soon as it passes; remove it
-#: from this list when its lesson lands. "course" is the course-wide count of helper names.
-NOT_YET_READABLE = {}
+#: Lessons (and solutions, "solutions/NN") that do not meet the readability contract yet, with
+#: why. The ONE list: a notebook here is expected to fail (strict xfail), so the test fails as
+#: soon as it passes; remove it from this list when its fix lands. "course" is the course-wide
+#: count of helper names.
+NOT_YET_READABLE = {
+    "solutions/03": "exercise 03.1's cell is 61 lines (over 40)",
+}
 
 
 def _readable(key, value):
@@ -94,6 +97,35 @@ def test_lesson_is_readable(path):
     problems = readability.readability_problems(figures)
     shown = {k: v for k, v in figures.items() if k not in ("names", "over 40 (code cell numbers)")}
     assert problems == [], f"{figures['lesson']}: {shown}; " + "; ".join(problems)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [_readable(f"solutions/{readability.lesson_id(p)}", p) for p in readability.solutions()],
+)
+def test_solution_is_readable(path):
+    """A solution (and so the exercise generated from it) meets the limits of a lesson, with
+    one difference: its median is taken over the cells that are not exercise cells. An
+    exercise cell (one that calls ``check("NN.k", ...)``) holds what the learner writes,
+    whole, with its check: its size is the exercise's, and a solution has few other cells.
+    An exercise cell still may not pass 40 lines."""
+    figures = readability.readability(path)
+    problems = readability.readability_problems(figures)
+    shown = {k: v for k, v in figures.items() if k not in ("names", "over 40 (code cell numbers)")}
+    assert problems == [], f"solutions/{figures['lesson']}: {shown}; " + "; ".join(problems)
+
+
+def test_a_solution_s_median_leaves_out_its_exercise_cells(tmp_path):
+    import nbformat
+
+    cells = ["x = 1", "\n".join(f"y{i} = {i}" for i in range(30)) + '\ncheck("99.1", y0)']
+    cells += ["z = 2\nw = 3"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in cells])
+    for folder, median in (("solutions", 1.5), ("notebooks", 2)):
+        (tmp_path / folder).mkdir()
+        nbtools.write(nb, tmp_path / folder / "99_sample.ipynb")
+        figures = readability.readability(tmp_path / folder / "99_sample.ipynb")
+        assert figures["median lines"] == median and figures["max lines"] == 31
 
 
 @pytest.mark.parametrize("lessons", [_readable("course", readability.lessons())])

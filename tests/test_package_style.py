@@ -71,8 +71,12 @@ def _package_imports(module: str, path: Path) -> list[tuple[int, str]]:
     return found
 
 
-# Lesson 04's worker program, shipped whole: a script a learner copies out, not a module
-PROGRAMS = {PACKAGE / "scripts" / "multi_worker_train.py"}
+# Programs the lessons write (lesson 04's worker, lab 08b's Estimator task), generated whole from
+# their %%writefile cells: scripts a learner copies out, not modules
+PROGRAMS = {
+    PACKAGE / "scripts" / "multi_worker_train.py",
+    PACKAGE / "scripts" / "estimator_task.py",
+}
 
 
 def test_every_module_has_dunder_all():

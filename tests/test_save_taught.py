@@ -109,3 +109,58 @@ def test_a_saved_program_is_the_lesson_s_file_whole_without_its_marker(tmp_path)
     nbtools.write(nb, path)
     with pytest.raises(ValueError, match=r"w\.py: it says it is generated, and no lesson saves"):
         save_taught.generate(tmp_path, [path])
+
+
+def test_a_program_written_by_several_cells_is_saved_whole(tmp_path):
+    cells = [
+        '%%writefile $W\n"""A worker."""\n# @save-program tflearn_helpers/scripts/w.py\n'
+        "import sys\n",
+        "%%writefile -a $W\n\n\ndef one():\n    return 1\n",
+        "%%writefile -a $OTHER\nother = 'not this program'\n",
+        "x = 2  # a cell between the parts\n",
+        "%%writefile -a $W\nprint(sys.argv, one())\n",
+        "%%writefile $W\nwritten = 'afresh: no longer the saved program'\n",
+        "%%writefile -a $W\nnor = 'this'\n",
+    ]
+    path = _course(tmp_path, *cells, module="x = 1\n")
+    (text,) = save_taught.programs(path, tmp_path).values()
+    body = text.split('"""A worker."""\n', 1)[1]
+    assert body == "\nimport sys\n\n\ndef one():\n    return 1\n\n\nprint(sys.argv, one())\n"
+    nb = nbtools.read(path)
+    nb.cells[1].source = nb.cells[1].source + "# @save-program tflearn_helpers/scripts/v.py\n"
+    nbtools.write(nb, path)
+    with pytest.raises(ValueError, match="writefile -a"):
+        save_taught.programs(path, tmp_path)
+
+
+MISSPELLED = [
+    "#@save demo",
+    "#  @save demo",
+    "# @Save demo",
+    "# @save demo  # the lesson's",
+    "# @save-program",
+    "#@save-program tflearn_helpers/scripts/w.py",
+    "# @save-program tflearn_helpers/scripts/w.py (a worker)",
+    "    # @save-program tflearn_helpers/scripts/w.py",
+]
+
+
+def test_a_save_marker_has_one_spelling(tmp_path):
+    for line in MISSPELLED:
+        assert save_taught.misspelled_marks(f"x = 1\n{line}\ndef f():\n    return 1\n"), line
+    spelled = "# @save demo\ndef f():\n    return 1\n# @save-program tflearn_helpers/w.py\n"
+    assert save_taught.misspelled_marks(spelled + "s = '# @save is a marker'\n") == []
+    path = _course(tmp_path, "#@save demo\ndef f():\n    return 1\n")
+    with pytest.raises(ValueError, match=r"spell a save marker.*#@save demo"):
+        save_taught.generate(tmp_path, [path])
+
+
+def test_every_notebook_spells_its_save_markers_one_way():
+    """Lessons, solutions and exercises: a marker spelled otherwise would be a line ignored."""
+    found = {
+        f"{path.parent.name}/{path.name}": bad
+        for path in nbtools.course_notebooks()
+        for cell in nbtools.read(path).cells
+        if cell.cell_type == "code" and (bad := save_taught.misspelled_marks(cell.source))
+    }
+    assert found == {}

@@ -15,11 +15,23 @@ MAX_HELPER_NAMES = 15
 MAX_COURSE_HELPER_NAMES = 60
 PACKAGE = "tflearn_helpers"
 _TF_RE = re.compile(r"\b(tf|keras|tensorflow)\.")
+CHECK_CALL = re.compile(r'\bcheck\("\d+\.\d+"')  # an exercise cell of a solution
 
 
 def lessons() -> list[Path]:
     """The lessons the readability contract covers: notebooks/NN_*.ipynb."""
     return sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
+
+
+def solutions() -> list[Path]:
+    """The solutions the readability contract covers too: solutions/NN_*.ipynb (each exercise
+    notebook is generated from one, cell for cell)."""
+    return sorted((ROOT / "solutions").glob("[0-9][0-9]*_*.ipynb"))
+
+
+def is_exercise_cell(source: str) -> bool:
+    """A solution's cell that calls ``check("NN.k", ...)``: what the learner writes, whole."""
+    return bool(CHECK_CALL.search(source))
 
 
 def lesson_id(path: Path) -> str:
@@ -82,11 +94,15 @@ def _resolve(importlib, root: str, chain: list[str]) -> str:
 
 
 def readability(path: Path) -> dict:
-    """One lesson's readability figures: the columns of `python tools/readability.py`."""
+    """One lesson's (or solution's) readability figures: the columns of
+    `python tools/readability.py`. A solution's median leaves out its exercise cells (a cell
+    that calls ``check``: its size is the exercise's), which still count for the 40 lines."""
     import statistics
 
     code = [c.source for c in read(path).cells if c.cell_type == "code"]
     sizes = [len(code_lines(s)) for s in code]
+    exercise = [path.parent.name == "solutions" and is_exercise_cell(s) for s in code]
+    median_of = [n for n, left_out in zip(sizes, exercise, strict=True) if not left_out]
     over = [
         i for i, s in enumerate(code) if len(code_lines(s)) > MAX_CELL_LINES and not is_program(s)
     ]
@@ -97,7 +113,8 @@ def readability(path: Path) -> dict:
     return {
         "lesson": lesson_id(path),
         "code cells": len(code),
-        "median lines": statistics.median(sizes) if sizes else 0,
+        "median lines": statistics.median(median_of) if median_of else 0,
+        "exercise cells": sum(exercise),
         "max lines": max(sizes, default=0),
         "cells over 40": len(over),
         "over 40 (code cell numbers)": over,
@@ -145,3 +162,5 @@ def readability_table(paths=None) -> str:
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
     print(readability_table())
+    print("\nsolutions (median: of the cells that are not exercise cells)")
+    print(readability_table(solutions()).rsplit("\n\n", 1)[0])
