@@ -117,8 +117,12 @@ test:
 		env legacy-env oldest-env system-deps
 	@$(TIMED) "lint" sh -c '$(BIN)/ruff format --check . && $(BIN)/ruff check .'
 	@$(BIN)/python tools/leftovers.py temp --save build/temp-before.txt
+	@# the same fixed work timed before and after the jobs: CPU-s compare between runs only
+	@# where the machine was as fast (tools/machine_speed.py)
+	@$(BIN)/python tools/machine_speed.py --save build/machine-before.json
 	@$(TIMED) "the test jobs, four at a time" $(MAKE) --no-print-directory -j4 -Oline \
 		COURSE_JOBS=1 $(TEST_JOBS)
+	@$(BIN)/python tools/machine_speed.py --since build/machine-before.json
 	@# fails on any tflearn-* entry the jobs added (the unit tests write inside a session folder
 	@# of their own, tests/conftest.py, as each notebook's kernel does)
 	@$(BIN)/python tools/leftovers.py temp --since build/temp-before.txt
