@@ -202,3 +202,19 @@ def test_a_notebook_that_leaves_files_in_the_temp_folder_fails(tmp_path):
     assert len(litter["left_files"]) == 1
     for tidy in ("61_tidy", "62_session"):
         assert summary[f"notebooks/{tidy}.ipynb"]["status"] == "passed", tidy
+
+
+def test_a_failed_notebook_prints_its_programs_logs_and_a_passed_one_keeps_none(tmp_path, capsys):
+    (tmp_path / "notebooks").mkdir()
+    program = (
+        "from tflearn_helpers.programs import processes\n"
+        "import sys\n"
+        "w = processes.start([sys.executable, '-c', \"print('worker: refused the call')\"])\n"
+        "w.wait(60)\n"
+    )
+    _notebook(tmp_path / "notebooks/70_fails.ipynb", program, "raise RuntimeError('chief')")
+    _notebook(tmp_path / "notebooks/71_passes.ipynb", program)
+    assert course.run_course(str(tmp_path / "build"), root=tmp_path, cell_timeout=120) == 1
+    out = capsys.readouterr().out
+    assert out.count("| worker: refused the call") == 1, out  # the failed one's worker only
+    assert sorted(p.name for p in (tmp_path / "build/notebooks/logs").iterdir()) == ["70_fails"]

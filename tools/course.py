@@ -41,6 +41,7 @@ import leftovers  # tools/leftovers.py and tools/side_by_side.py, beside this fi
 import side_by_side
 
 from tflearn_helpers.measuring.report import HEADLINE_KEY, SKIPPED_KEY
+from tflearn_helpers.programs.processes import KEEP_LOGS_ENV
 from tflearn_helpers.runtime.startup_noise import hide_tf_log
 
 __all__ = ["FOLDERS", "course_root", "main", "run_course"]
@@ -176,8 +177,10 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
     before = leftovers.snapshot()
     start, cpu = time.monotonic(), _children_cpu()
     kernel_log = open(out_dir / f"{path.stem}.kernel.log", "w")  # the kernel's standard error
+    kept_logs = out_dir / "logs" / path.stem  # its programs' logs, printed if it fails
+    shutil.rmtree(kept_logs, ignore_errors=True)
     try:
-        with _temp_folder(scratch):
+        with _environment(TMPDIR=scratch, **{KEEP_LOGS_ENV: kept_logs}):
             client.execute(stderr=kernel_log)
         result["status"] = "passed"
     except (CellExecutionError, CellTimeoutError) as err:
@@ -202,6 +205,10 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
     shutil.rmtree(scratch, ignore_errors=True)
     if result["left_files"] and result["status"] == "passed":  # nor anything in the temp folder
         result.update(status="failed", cell=None, error="left files in the temp folder")
+    if result["status"] == "failed":
+        _print_tails(kept_logs)
+    else:
+        shutil.rmtree(kept_logs, ignore_errors=True)
     result["headlines"] = _headlines(nb)
     result["skipped"] = _headlines(nb, SKIPPED_KEY)
     result["html"] = _save(nb, path, out_dir)
@@ -258,18 +265,30 @@ def _headlines(nb, key: str = HEADLINE_KEY) -> list[dict]:
 
 
 @contextlib.contextmanager
-def _temp_folder(folder: Path):
-    """The kernel started in here (and so every program it starts) writes its temporary files
-    in ``folder``: what is left there after the kernel stopped, the notebook left behind."""
-    saved = os.environ.get("TMPDIR")
-    os.environ["TMPDIR"] = str(folder)
+def _environment(**variables: Path):
+    """The kernel started in here (and so every program it starts) gets these variables: its
+    temporary files go to ``TMPDIR`` (what is left there after the kernel stopped, the notebook
+    left behind), its programs' logs are copied to ``KEEP_LOGS_ENV`` when it exits."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update({name: str(value) for name, value in variables.items()})
     try:
         yield
     finally:
-        if saved is None:
-            os.environ.pop("TMPDIR", None)
-        else:
-            os.environ["TMPDIR"] = saved
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _print_tails(folder: Path, lines: int = 25) -> None:
+    """The last lines of every log a failed notebook's programs wrote (a worker's side of an
+    error its chief only names): CI keeps the output, not the build folder."""
+    for log in sorted(folder.rglob("*.log")):
+        tail = log.read_text(errors="replace").splitlines()[-lines:]
+        if tail:
+            print(f"      --- {log.relative_to(folder)}, last {len(tail)} lines", flush=True)
+            print("\n".join(f"      | {line}" for line in tail), flush=True)
 
 
 def _kernels() -> set[str]:

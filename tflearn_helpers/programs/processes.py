@@ -30,6 +30,7 @@ from . import fork_server
 from .child_setup import check_namespaces, child_setup, dying_with_parent
 
 __all__ = [
+    "KEEP_LOGS_ENV",
     "Child",
     "ProcessExitedError",
     "start",
@@ -283,9 +284,23 @@ def temporary_folder(prefix: str) -> Path:
     return _FOLDERS[-1]
 
 
+#: Where the course runner keeps the programs' logs of a notebook that may fail: the folders
+#: above are removed at exit, and with them the one log that says why a worker refused a call.
+KEEP_LOGS_ENV = "TFLEARN_KEEP_LOGS"
+
+
 @atexit.register  # registered before stop_all, so it runs after it: the children are gone
 def _remove_folders() -> None:
+    keep = os.environ.get(KEEP_LOGS_ENV)
     for folder in _FOLDERS:
+        if keep:
+            for log in folder.rglob("*.log"):
+                copy = Path(keep) / folder.name / log.relative_to(folder)
+                try:
+                    copy.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(log, copy)
+                except OSError:  # a full disk or a folder gone: the cleanup still runs
+                    pass
         shutil.rmtree(folder, ignore_errors=True)
 
 
