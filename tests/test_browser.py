@@ -50,7 +50,7 @@ CHOSEN = [(nb, MUST_SHOW.get(nb)) for nb in nbtools.browser_notebooks()]
 
 if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
     pytest.fail(  # never a silent skip: `make test` installs them
-        "chromium and chromium-driver are missing: run `make browser-deps` (apt-get)",
+        "chromium and chromium-driver are missing: run `make system-deps` (root, apt-get)",
         pytrace=False,
     )
 
