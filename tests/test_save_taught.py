@@ -1,6 +1,7 @@
 """tools/save_taught.py: the package's copies of taught code are generated from the lessons
 (d2l's ``#@save``), and a stale copy fails here."""
 
+import ast
 import subprocess
 import sys
 import textwrap
@@ -14,10 +15,10 @@ sys.path.insert(0, str(ROOT / "tools"))
 import nbtools  # noqa: E402
 import save_taught  # noqa: E402
 
-MARKERS = f"{save_taught.BEGIN}\n{save_taught.END}\n"
+USES = "from ..taught.lesson07 import double\n"  # tflearn_helpers/topics/demo.py uses it
 
 
-def test_every_copy_in_the_repository_is_what_its_lesson_writes():
+def test_every_generated_file_in_the_repository_is_what_its_lesson_writes():
     done = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "save_taught.py"), "--check"],
         capture_output=True,
@@ -27,35 +28,35 @@ def test_every_copy_in_the_repository_is_what_its_lesson_writes():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_the_package_has_no_hand_kept_copy_of_a_saved_definition():
-    """A name a lesson saves exists once in its destination: inside the generated region."""
-    for dest, text in save_taught.generate().items():
-        if save_taught.BEGIN not in text:
-            continue  # a whole program, generated
-        head, rest = text.split(save_taught.BEGIN, 1)
-        region, tail = rest.split(save_taught.END, 1)
-        for name in save_taught._module_names(region.replace("# Defined", "#")):
-            assert f"def {name}(" not in head + tail, (dest, name)
+def test_a_saved_name_is_defined_once_in_the_package_in_its_lesson_s_file():
+    generated = save_taught.generate()
+    package = [f for f in (ROOT / "tflearn_helpers").rglob("*.py") if "taught" not in f.parts]
+    for dest, text in generated.items():
+        if dest.parent.name != "taught":
+            continue  # a whole program
+        for name in (n.name for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)):
+            elsewhere = [f for f in package if f"def {name}(" in f.read_text()]
+            assert elsewhere == [], (name, elsewhere)
 
 
-def _course(tmp_path, *cells, module="x = 1\n\n" + MARKERS):
+def _course(tmp_path, *cells, module=USES):
     (tmp_path / "notebooks").mkdir(parents=True)
-    (tmp_path / "tflearn_helpers").mkdir()
+    (tmp_path / "tflearn_helpers" / "topics").mkdir(parents=True)
     nb = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_code_cell(textwrap.dedent(c)) for c in cells]
     )
     path = tmp_path / "notebooks" / "07_demo.ipynb"
     nbtools.write(nb, path)
-    (tmp_path / "tflearn_helpers" / "demo.py").write_text(module)
+    (tmp_path / "tflearn_helpers" / "topics" / "demo.py").write_text(module)
     return path
 
 
-def test_a_saved_function_gets_its_lesson_line_and_the_imports_it_uses(tmp_path):
+def test_a_lesson_s_saved_functions_make_one_whole_file_with_the_imports_each_uses(tmp_path):
     path = _course(
         tmp_path,
         "import tensorflow as tf\nimport numpy as np\n",
         '''
-        # @save demo
+        # @save topics.demo
         def double(t):
             """Twice t."""
             return tf.constant(2.0) * t
@@ -65,29 +66,43 @@ def test_a_saved_function_gets_its_lesson_line_and_the_imports_it_uses(tmp_path)
             return np.zeros(1)
         ''',
     )
-    (text,) = save_taught.generate(tmp_path, [path]).values()
-    assert "# Defined in lesson 07 (notebooks/07_demo.ipynb).\ndef double(t):" in text
+    ((dest, text),) = save_taught.generate(tmp_path, [path]).items()
+    assert dest == tmp_path / "tflearn_helpers" / "taught" / "lesson07.py"
+    assert text.startswith('"""Generated from lesson 07') and "notebooks/07_demo.ipynb" in text
     assert '"""Twice t."""\n    import tensorflow as tf\n\n    return' in text
     assert "not_saved" not in text and "numpy" not in text
-    assert text.startswith("x = 1\n") and text.rstrip().endswith(save_taught.END)
+    compile(text, str(dest), "exec")  # a module of its own: nothing it needs is outside it
 
 
-def test_a_name_the_destination_lacks_is_an_error_that_says_where(tmp_path):
-    path = _course(tmp_path, "# @save demo\ndef f():\n    return helper() + 1\n")
+def test_a_name_the_lesson_neither_imports_nor_saves_is_an_error(tmp_path):
+    path = _course(tmp_path, "# @save topics.demo\ndef double():\n    return helper() + 1\n")
     with pytest.raises(ValueError, match=r"helper"):
         save_taught.generate(tmp_path, [path])
 
 
-def test_marks_and_markers_that_do_not_pair_up_are_errors(tmp_path):
-    path = _course(tmp_path, "# @save demo\nx = 2\n")
-    with pytest.raises(ValueError, match="just above a def"):
+def test_the_module_a_marker_names_imports_the_name_and_keeps_no_copy(tmp_path):
+    saved = "# @save topics.demo\ndef double():\n    return 2\n"
+    path = _course(tmp_path, saved, module="x = 1\n")
+    with pytest.raises(ValueError, match=r"add 'from \.\.taught\.lesson07 import double'"):
         save_taught.generate(tmp_path, [path])
-    path = _course(tmp_path / "b", "# @save demo\ndef f():\n    return 1\n", module="x = 1\n")
-    with pytest.raises(ValueError, match="marker lines"):
+    path = _course(tmp_path / "b", saved, module=USES + "\n\ndef double():\n    return 3\n")
+    with pytest.raises(ValueError, match="defines double, which lesson 07 saves"):
         save_taught.generate(tmp_path / "b", [path])
-    path = _course(tmp_path / "c", "def f():\n    return 1\n")
-    with pytest.raises(ValueError, match="no lesson saves to it"):
+    path = _course(tmp_path / "c", "# @save topics.demo\nx = 2\n")
+    with pytest.raises(ValueError, match="just above a def"):
         save_taught.generate(tmp_path / "c", [path])
+
+
+def test_a_generated_file_no_lesson_saves_to_any_more_is_an_error(tmp_path):
+    path = _course(tmp_path, "# @save topics.demo\ndef double():\n    return 2\n")
+    ((dest, text),) = save_taught.generate(tmp_path, [path]).items()
+    dest.parent.mkdir()
+    dest.write_text(text)
+    nb = nbtools.read(path)
+    nb.cells[0].source = nb.cells[0].source.replace("# @save topics.demo\n", "")
+    nbtools.write(nb, path)
+    with pytest.raises(ValueError, match=r"lesson07\.py: it says it is generated"):
+        save_taught.generate(tmp_path, [path])
 
 
 def test_a_saved_program_is_the_lesson_s_file_whole_without_its_marker(tmp_path):
@@ -95,7 +110,7 @@ def test_a_saved_program_is_the_lesson_s_file_whole_without_its_marker(tmp_path)
         '%%writefile worker.py\n"""A worker."""\n# @save-program tflearn_helpers/scripts/w.py\n'
         "import sys\n\nprint(sys.argv)\n"
     )
-    path = _course(tmp_path, program, module="x = 1\n")
+    path = _course(tmp_path, program)
     (text,) = save_taught.programs(path, tmp_path).values()
     assert (
         text.startswith("# Generated by tools/save_taught.py") and "notebooks/07_demo.ipynb" in text
@@ -122,7 +137,7 @@ def test_a_program_written_by_several_cells_is_saved_whole(tmp_path):
         "%%writefile $W\nwritten = 'afresh: no longer the saved program'\n",
         "%%writefile -a $W\nnor = 'this'\n",
     ]
-    path = _course(tmp_path, *cells, module="x = 1\n")
+    path = _course(tmp_path, *cells)
     (text,) = save_taught.programs(path, tmp_path).values()
     body = text.split('"""A worker."""\n', 1)[1]
     assert body == "\nimport sys\n\n\ndef one():\n    return 1\n\n\nprint(sys.argv, one())\n"
@@ -150,8 +165,8 @@ def test_a_save_marker_has_one_spelling(tmp_path):
         assert save_taught.misspelled_marks(f"x = 1\n{line}\ndef f():\n    return 1\n"), line
     spelled = "# @save demo\ndef f():\n    return 1\n# @save-program tflearn_helpers/w.py\n"
     assert save_taught.misspelled_marks(spelled + "s = '# @save is a marker'\n") == []
-    path = _course(tmp_path, "#@save demo\ndef f():\n    return 1\n")
-    with pytest.raises(ValueError, match=r"spell a save marker.*#@save demo"):
+    path = _course(tmp_path, "#@save topics.demo\ndef f():\n    return 1\n")
+    with pytest.raises(ValueError, match=r"spell a save marker.*#@save topics.demo"):
         save_taught.generate(tmp_path, [path])
 
 

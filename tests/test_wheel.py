@@ -171,8 +171,8 @@ SHARED_WITH_AN_ANSWER = {
     # 07.2's harness: the step function the answer calls, and a batch script that requeues the
     # learner's task (07.1's answer requeues too)
     "checks/lesson07.py": {"train_one_step(step, weights)", 'scontrol requeue "$SLURM_JOB_ID"'},
-    # lesson 08's worker program, which the lesson runs after 08.1 and 08.5
-    "topics/between_graph.py": {
+    # lesson 08's worker program, which the lesson writes after 08.1 and 08.5
+    "taught/lesson08.py": {
         "setter = v1.train.replica_device_setter(",
         'cluster=cluster, worker_device=f"/job:worker/task:{task}"',
         "opt = v1.train.SyncReplicasOptimizer(",

@@ -60,9 +60,8 @@ def rows() -> list[tuple[str, str]]:
         found.append((f"`{name}`", summary(path)))
     for folder, numbers in lessons.items():
         where = folder.relative_to(PACKAGE).as_posix()
-        found.append(
-            (f"`{where}/lessonNN.py`", f"One per lesson (NN: {_span(numbers)}): its checks.")
-        )
+        job = "what it saves, generated (edit the lesson)" if where == "taught" else "its checks"
+        found.append((f"`{where}/lessonNN.py`", f"One per lesson (NN: {_span(numbers)}): {job}."))
     return sorted(found)
 
 

@@ -186,10 +186,16 @@ def cell_course_calls() -> list[str]:
 
 @contextmanager
 def watching(*functions):
-    """Inside: calls of the package's ``functions`` made through their module (as in
+    """Inside: calls of the package's ``functions`` made through a module of the package (as in
     ``mirrored.make_train_step(...)``) are recorded by name in the list it yields."""
     called: list[str] = []
-    saved = [(sys.modules[fn.__module__], fn.__name__, fn) for fn in functions]
+    package = __name__.split(".")[0]
+    saved = [  # every module of the package that holds fn (generated in taught/, used elsewhere)
+        (module, fn.__name__, fn)
+        for fn in functions
+        for name, module in list(sys.modules.items())
+        if name.split(".")[0] == package and getattr(module, fn.__name__, None) is fn
+    ]
 
     def spy(fn):
         def recorded(*args, **kwargs):
