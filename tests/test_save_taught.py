@@ -179,3 +179,41 @@ def test_every_notebook_spells_its_save_markers_one_way():
         if cell.cell_type == "code" and (bad := save_taught.misspelled_marks(cell.source))
     }
     assert found == {}
+
+
+def test_a_lesson_s_setup_and_picks_are_saved_as_data(tmp_path):
+    path = _course(
+        tmp_path,
+        "from tflearn_helpers import setup_course\n"
+        "course = setup_course(devices=2, gpu_memory_mb=512)",
+        textwrap.dedent(
+            """
+            N = 2
+            IMAGE = pick(smoke=32, cpu=64, gpu=224)  # a comment
+            BN_BATCH = pick(smoke=16, cpu=16, gpu=8) * N
+            TRAIN, STEPS = pick(smoke=64, cpu=128, gpu=256), pick(smoke=2, cpu=3, gpu=9)
+            BATCH, REPEATS = pick(smoke=(8, 2), cpu=(8, 5), gpu=(16, 5))
+            SHAPE = pick(smoke=dict(width=64), cpu=dict(width=128), gpu=dict(width=128))
+            LATE = pick(smoke=N, cpu=2 * N, gpu=4 * N)  # not literals: not data
+            """
+        ),
+        "%%writefile w.py\nX = pick(smoke=1, cpu=2, gpu=3)\nsetup_course(devices=9)\n",
+    )
+    setup, sizes = save_taught.sizes(path)
+    assert setup == {"devices": 2, "gpu_memory_mb": 512}
+    assert sizes == {
+        "IMAGE": {"smoke": 32, "cpu": 64, "gpu": 224},
+        "BN_BATCH / N": {"smoke": 16, "cpu": 16, "gpu": 8},
+        "TRAIN": {"smoke": 64, "cpu": 128, "gpu": 256},
+        "STEPS": {"smoke": 2, "cpu": 3, "gpu": 9},
+        "BATCH": {"smoke": 8, "cpu": 8, "gpu": 16},
+        "REPEATS": {"smoke": 2, "cpu": 5, "gpu": 5},
+        "SHAPE": {"smoke": {"width": 64}, "cpu": {"width": 128}, "gpu": {"width": 128}},
+    }
+    ((dest, text),) = save_taught.generate(tmp_path, [path]).items()
+    module = {}
+    exec(compile(text, str(dest), "exec"), module)  # data, importable without TensorFlow
+    assert module["SETUP"] == setup and module["SIZES"] == sizes
+    assert module["__all__"] == ["SETUP", "SIZES"]
+    (tmp_path / "tflearn_helpers" / "topics" / "demo.py").write_text("x = 1\n")
+    assert save_taught.generate(tmp_path, [path]) == {}  # saved only where something reads them

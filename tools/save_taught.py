@@ -45,6 +45,7 @@ TAUGHT_HEAD = (
     '"""Generated from lesson {lesson} by tools/save_taught.py: edit the lesson, then run it.\n'
     "\n"
     "The lesson: {notebook}.\n"
+    "SETUP: its setup cell's settings; SIZES: each pick(smoke=..., cpu=..., gpu=...) it makes.\n"
     "Each definition is the lesson's, with the lesson's imports of what it uses inside its body.\n"
     '"""\n'
 )
@@ -136,7 +137,7 @@ def _taught(node, lines, imported, path: Path, spec: str, root: Path) -> Taught:
     at = _start(body[0]) - 1 - first if body and isinstance(node, ast.FunctionDef) else None
     return Taught(
         node.name,
-        path.name[:2],
+        lesson_of(path),
         f"{path.parent.name}/{path.name}",
         destination_of(spec, root),
         tuple(lines[first : node.end_lineno]),
@@ -268,42 +269,129 @@ def programs(path: Path, root: Path = ROOT) -> dict[Path, str]:
     return {spec: _ruff(head + "\n\n".join(text), spec) for spec, text in parts.items()}
 
 
+def lesson_of(path: Path) -> str:
+    """``"02"`` for notebooks/02_resnet50_data_parallel.ipynb, ``"08b"`` for lab 08b."""
+    return path.name.split("_")[0]
+
+
+def _literal(node):
+    """The value of a literal, or of ``dict(key=literal, ...)``; ValueError otherwise."""
+    if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "dict" and not node.args:
+        return {k.arg: _literal(k.value) for k in node.keywords}
+    return ast.literal_eval(node)
+
+
+def _picked(node) -> dict | None:
+    """{profile: value} of a ``pick(smoke=..., cpu=..., gpu=...)`` call of literals, else None."""
+    if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "pick") or node.args:
+        return None
+    try:
+        return {k.arg: _literal(k.value) for k in node.keywords}
+    except ValueError:
+        return None
+
+
+def _sized(target, value) -> dict[str, dict]:
+    """The sizes one assignment sets: ``NAME = pick(...)``, ``NAME = pick(...) * X`` (saved as
+    ``"NAME / X"``), and names unpacked from a tuple of picks or from a pick of tuples."""
+    if isinstance(target, ast.Name):
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+            per = _picked(value.left)
+            return {f"{target.id} / {ast.unparse(value.right)}": per} if per else {}
+        picked = _picked(value)
+        return {target.id: picked} if picked else {}
+    if not isinstance(target, ast.Tuple):
+        return {}
+    if isinstance(value, ast.Tuple) and len(value.elts) == len(target.elts):
+        return {
+            k: v
+            for t, e in zip(target.elts, value.elts, strict=True)
+            for k, v in _sized(t, e).items()
+        }
+    picked = _picked(value)
+    names = [t.id for t in target.elts if isinstance(t, ast.Name)]
+    if picked and len(names) == len(target.elts):
+        if all(isinstance(v, tuple) and len(v) == len(names) for v in picked.values()):
+            return {n: {k: v[i] for k, v in picked.items()} for i, n in enumerate(names)}
+    return {}
+
+
+def sizes(path: Path) -> tuple[dict, dict]:
+    """A lesson's sizes as data: (the literal keywords of its setup cell's ``setup_course``,
+    {name: {profile: value}} of every top-level ``pick`` of literals in its cells)."""
+    setup, found = {}, {}
+    for i, cell in enumerate(c for c in read(path).cells if c.cell_type == "code"):
+        if is_program(cell.source):
+            continue  # a program's own sizes are its arguments
+        try:
+            tree = ast.parse(python_of(cell.source))
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if (
+                i == 0
+                and isinstance(node, ast.Expr | ast.Assign)
+                and isinstance(node.value, ast.Call)
+            ):
+                if getattr(node.value.func, "id", "") == "setup_course":
+                    setup = {k.arg: ast.literal_eval(k.value) for k in node.value.keywords}
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                for name, value in _sized(node.targets[0], node.value).items():
+                    found.setdefault(name, value)
+    return setup, found
+
+
 def generate(root: Path = ROOT, notebooks: list[Path] | None = None) -> dict[Path, str]:
-    """Each generated file's new text: one ``taught/lessonNN.py`` per lesson that saves
-    definitions, and the saved programs."""
-    by_lesson: dict[str, list[Taught]] = {}
+    """Each generated file's new text: one ``taught/lessonNN.py`` per lesson (its sizes and the
+    definitions it saves), and the saved programs."""
     out = {}
     for path in notebooks if notebooks is not None else course_notebooks(("notebooks",)):
         check_spelling(path)
-        for t in marked(path, root):
-            by_lesson.setdefault(t.lesson, []).append(t)
+        taught = marked(path, root)
+        setup, picked = sizes(path)
         out.update(programs(path, root))
-    for lesson, taught in by_lesson.items():
-        names = [t.name for t in taught]
-        if len(set(names)) != len(names):
-            raise ValueError(f"lesson {lesson} saves a name twice: {sorted(names)}")
-        missing = {
-            (t.name, n)
-            for t in taught
-            for n in _free_names(ast.parse("\n".join(t.lines)).body[0])
-            if n not in names and n not in dict(t.imports)
-        }
-        if missing:
-            raise ValueError(
-                f"lesson {lesson}: the taught code uses names the lesson neither imports nor "
-                f"saves: {sorted(missing)}"
-            )
-        for t in taught:
-            _check_user(t, root)
-        head = TAUGHT_HEAD.format(lesson=lesson, notebook=taught[0].notebook)
-        dest = taught_file(lesson, root)
-        exported = f"__all__ = {sorted(names)!r}\n"
-        text = head + exported + "\n\n" + "\n\n\n".join(map(_text, taught)) + "\n"
-        out[dest] = _ruff(text, dest)
+        if taught or ((setup or picked) and _read(lesson_of(path), root)):
+            dest = taught_file(lesson_of(path), root)
+            out[dest] = _lesson_file(lesson_of(path), path, taught, setup, picked, root)
     for dest in _generated(root):
         if dest not in out:
             raise ValueError(f"{dest}: it says it is generated, and no lesson saves to it")
     return out
+
+
+def _read(lesson: str, root: Path) -> bool:
+    """Whether the package or a benchmark imports ``taught.lessonNN``: a lesson's sizes are
+    saved where something reads them (the wheel holds only what is used)."""
+    imports = re.compile(rf"\btaught\b[^\n]*\blesson{lesson}\b")
+    files = [*root.glob("tflearn_helpers/**/*.py"), *root.glob("benchmarks/*.py")]
+    return any(imports.search(f.read_text()) for f in files if TAUGHT not in f.as_posix())
+
+
+def _lesson_file(lesson, path, taught, setup, picked, root) -> str:
+    names = [t.name for t in taught]
+    if len(set(names)) != len(names):
+        raise ValueError(f"lesson {lesson} saves a name twice: {sorted(names)}")
+    missing = {
+        (t.name, n)
+        for t in taught
+        for n in _free_names(ast.parse("\n".join(t.lines)).body[0])
+        if n not in names and n not in dict(t.imports)
+    }
+    if missing:
+        raise ValueError(
+            f"lesson {lesson}: the taught code uses names the lesson neither imports nor saves: "
+            f"{sorted(missing)}"
+        )
+    for t in taught:
+        _check_user(t, root)
+    data = {"SETUP": setup, "SIZES": picked}  # what doctor and the memory model read
+    data_lines = [f"{name} = {value!r}\n" for name, value in data.items() if value]
+    head = TAUGHT_HEAD.format(lesson=lesson, notebook=f"{path.parent.name}/{path.name}")
+    exported = sorted(names + [name for name, value in data.items() if value])
+    text = head + f"__all__ = {exported!r}\n\n" + "".join(data_lines)
+    if taught:
+        text += "\n\n" + "\n\n\n".join(map(_text, taught)) + "\n"
+    return _ruff(text, taught_file(lesson, root))
 
 
 def _ruff(text: str, dest: Path) -> str:

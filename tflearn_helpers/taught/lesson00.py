@@ -1,10 +1,20 @@
 """Generated from lesson 00 by tools/save_taught.py: edit the lesson, then run it.
 
 The lesson: notebooks/00_devices_and_setup.ipynb.
+SETUP: its setup cell's settings; SIZES: each pick(smoke=..., cpu=..., gpu=...) it makes.
 Each definition is the lesson's, with the lesson's imports of what it uses inside its body.
 """
 
-__all__ = ["executed_nodes", "read_by_backward"]
+__all__ = ["SETUP", "SIZES", "executed_nodes", "read_by_backward"]
+
+SETUP = {"devices": 4}
+SIZES = {
+    "MATMUL_SIZE": {"smoke": 1024, "cpu": 1536, "gpu": 4096},
+    "TIMED_CALLS": {"smoke": 5, "cpu": 10, "gpu": 20},
+    "ONEDNN_RUN": {"smoke": (32, 8, 2), "cpu": (32, 32, 3), "gpu": (64, 32, 5)},
+    "PROBE_BLOCKS": {"smoke": (1, 1, 1, 1), "cpu": (3, 4, 6, 3), "gpu": (3, 4, 6, 3)},
+    "PROBE_BATCHES": {"smoke": (8, 32), "cpu": (8, 32), "gpu": (8, 16, 32)},
+}
 
 
 def executed_nodes(fn, *args):

@@ -1,10 +1,27 @@
 """Generated from lesson 01 by tools/save_taught.py: edit the lesson, then run it.
 
 The lesson: notebooks/01_mirrored_strategy.ipynb.
+SETUP: its setup cell's settings; SIZES: each pick(smoke=..., cpu=..., gpu=...) it makes.
 Each definition is the lesson's, with the lesson's imports of what it uses inside its body.
 """
 
-__all__ = ["make_train_step", "max_abs_difference", "time_allreduce", "update_norm"]
+__all__ = [
+    "SETUP",
+    "SIZES",
+    "make_train_step",
+    "max_abs_difference",
+    "time_allreduce",
+    "update_norm",
+]
+
+SETUP = {"devices": 4}
+SIZES = {
+    "N_TRAIN": {"smoke": 2048, "cpu": 32768, "gpu": 32768},
+    "EPOCHS": {"smoke": 3, "cpu": 4, "gpu": 10},
+    "SMALL_STEPS": {"smoke": 48, "cpu": 400, "gpu": 400},
+    "ALLREDUCE_FLOATS": {"smoke": 1000000, "cpu": 4000000, "gpu": 25000000},
+    "REPEATS": {"smoke": 3, "cpu": 5, "gpu": 10},
+}
 
 
 def make_train_step(strategy, model, optimizer, global_batch, loss_scaling="global"):

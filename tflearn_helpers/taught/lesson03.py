@@ -1,10 +1,22 @@
 """Generated from lesson 03 by tools/save_taught.py: edit the lesson, then run it.
 
 The lesson: notebooks/03_resnet50_model_parallel.ipynb.
+SETUP: its setup cell's settings; SIZES: each pick(smoke=..., cpu=..., gpu=...) it makes.
 Each definition is the lesson's, with the lesson's imports of what it uses inside its body.
 """
 
-__all__ = ["segment_models"]
+__all__ = ["SETUP", "SIZES", "segment_models"]
+
+SETUP = {"devices": 4, "gpu_memory_mb": 3328, "intra_op_threads": 1}
+SIZES = {
+    "IMG": {"smoke": 32, "cpu": 64, "gpu": 224},
+    "BATCH": {"smoke": 8, "cpu": 32, "gpu": 16},
+    "MICRO": {"smoke": (1, 4), "cpu": (1, 4, 8), "gpu": (1, 2, 4, 8)},
+    "STEPS": {"smoke": 2, "cpu": 3, "gpu": 10},
+    "SEGMENT_STEPS": {"smoke": 3, "cpu": 5, "gpu": 5},
+    "ACTIVATIONS_DOMINATE": {"smoke": False, "cpu": True, "gpu": True},
+    "MEMORY_TOLERANCE": {"smoke": 0.5, "cpu": 0.3, "gpu": 0.3},
+}
 
 
 def segment_models(model, cuts):

@@ -1,10 +1,24 @@
 """Generated from lesson 06 by tools/save_taught.py: edit the lesson, then run it.
 
 The lesson: notebooks/06_sharding_and_memory.ipynb.
+SETUP: its setup cell's settings; SIZES: each pick(smoke=..., cpu=..., gpu=...) it makes.
 Each definition is the lesson's, with the lesson's imports of what it uses inside its body.
 """
 
-__all__ = ["transfers"]
+__all__ = ["SETUP", "SIZES", "transfers"]
+
+SETUP = {"devices": 2}
+SIZES = {
+    "SHAPE": {
+        "smoke": {"vocab": 256, "seq": 128, "width": 64, "heads": 4, "blocks": 2},
+        "cpu": {"vocab": 512, "seq": 256, "width": 128, "heads": 4, "blocks": 4},
+        "gpu": {"vocab": 512, "seq": 256, "width": 128, "heads": 4, "blocks": 4},
+    },
+    "PROBE_BATCH": {"smoke": 8, "cpu": 8, "gpu": 8},
+    "PROBE_STEPS": {"smoke": 2, "cpu": 5, "gpu": 5},
+    "ZERO_STAGES": {"smoke": (0, "0r", 3), "cpu": (0, "0r", 1, 2, 3), "gpu": (0, "0r", 1, 2, 3)},
+    "STEPS": {"smoke": 2, "cpu": 4, "gpu": 4},
+}
 
 
 def transfers(function):  # every copy between devices in a traced graph: (op name, bytes)

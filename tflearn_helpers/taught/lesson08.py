@@ -1,10 +1,17 @@
 """Generated from lesson 08 by tools/save_taught.py: edit the lesson, then run it.
 
 The lesson: notebooks/08_parameter_servers_estimator_era.ipynb.
+SETUP: its setup cell's settings; SIZES: each pick(smoke=..., cpu=..., gpu=...) it makes.
 Each definition is the lesson's, with the lesson's imports of what it uses inside its body.
 """
 
-__all__ = ["build_graph"]
+__all__ = ["SETUP", "SIZES", "build_graph"]
+
+SETUP = {"devices": 2}
+SIZES = {
+    "UPDATES": {"smoke": 80, "cpu": 400, "gpu": 400},
+    "CHECKPOINT_EVERY": {"smoke": 50, "cpu": 100, "gpu": 100},
+}
 
 
 def build_graph(cluster, task, mode="async", aggregate=0, workers=1):

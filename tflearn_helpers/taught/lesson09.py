@@ -1,10 +1,22 @@
 """Generated from lesson 09 by tools/save_taught.py: edit the lesson, then run it.
 
 The lesson: notebooks/09_parameter_server_strategy.ipynb.
+SETUP: its setup cell's settings; SIZES: each pick(smoke=..., cpu=..., gpu=...) it makes.
 Each definition is the lesson's, with the lesson's imports of what it uses inside its body.
 """
 
-__all__ = ["measure_workers", "port_is_listening"]
+__all__ = ["SETUP", "SIZES", "measure_workers", "port_is_listening"]
+
+SETUP = {"legacy_keras": True}
+SIZES = {
+    "steps": {"smoke": 40, "cpu": 400, "gpu": 2000},
+    "rounds": {"smoke": 3, "cpu": 5, "gpu": 5},
+    "steps_per_round": {"smoke": 20, "cpu": 200, "gpu": 1000},
+    "steps_per_epoch": {"smoke": 10, "cpu": 100, "gpu": 500},
+    "resume_steps": {"smoke": 16, "cpu": 64, "gpu": 64},
+    "tp_steps": {"smoke": 24, "cpu": 200, "gpu": 400},
+    "tp_work": {"smoke": 32, "cpu": 64, "gpu": 64},
+}
 
 
 def port_is_listening(address):  # does something accept connections at host:port?

@@ -4,7 +4,9 @@ The ``gpu`` profile runs wherever a GPU is found (Colab, Kaggle, a cloud box), s
 sizes are chosen from the memory model (``memory.py``, taught in lesson 00); ``doctor``
 checks every lesson's predicted peak against the GPUs learners have. When one GPU is split
 into a lesson's logical GPUs, each gets the lesson's ``gpu_memory_mb`` and together they
-leave 10 % of the card to CUDA and cuDNN (``doctor.CARD_SHARE``).
+leave 10 % of the card to CUDA and cuDNN (``doctor.CARD_SHARE``). The sizes and device requests
+are the lessons' own, read from ``taught.lessonNN`` (``SETUP``, ``SIZES``: generated from each
+lesson's setup cell and ``pick`` lines): edit the lesson, run tools/save_taught.py.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 
 from ..runtime import validate
 from ..runtime.devices import DEFAULT_GPU_MEMORY_MB
+from ..taught import lesson00, lesson01, lesson02, lesson03, lesson04, lesson06, lesson08, lesson09
 from . import memory, models
 
 __all__ = [
@@ -26,12 +29,9 @@ __all__ = [
     "Lesson",
     "MICRO_BATCHES",
     "PER_REPLICA_BATCH",
-    "PIPELINE_BATCH",
-    "PIPELINE_IMAGE",
     "PROBE_BATCH",
     "RESNET_IMAGE",
     "STRONG_GLOBAL_BATCH",
-    "TRANSFORMER_SHAPE",
     "by_number",
     "mlp",
     "pipeline_cuts",
@@ -56,20 +56,16 @@ class Lesson:
 
 
 # The gpu-profile sizes: the largest that fit a T4's logical GPUs (tests/test_doctor.py checks).
-RESNET_IMAGE = {"smoke": 32, "cpu": 32, "gpu": 224}  # lesson 02
-PER_REPLICA_BATCH = {"smoke": 16, "cpu": 16, "gpu": 32}  # lesson 02: global = this x N
-BN_PER_REPLICA_BATCH = {"smoke": 16, "cpu": 16, "gpu": 8}  # lesson 02's BatchNorm comparison
+RESNET_IMAGE = lesson02.SIZES["IMAGE"]
+PER_REPLICA_BATCH = lesson02.SIZES["PER_REPLICA_BATCH"]  # global = this x N
+BN_PER_REPLICA_BATCH = lesson02.SIZES["BN_BATCH / N"]  # lesson 02's BatchNorm comparison
 # lesson 02's strong scaling: one device trains this whole global batch (smoke: a small net)
-STRONG_GLOBAL_BATCH = {"smoke": 128, "cpu": 32, "gpu": 32}
-PIPELINE_IMAGE = {"smoke": 32, "cpu": 64, "gpu": 224}  # lesson 03
-PIPELINE_BATCH = {"smoke": 8, "cpu": 32, "gpu": 16}  # lesson 03
-MICRO_BATCHES = (1, 2, 4, 8)
-TRANSFORMER_SHAPE = {  # lesson 06: the Transformer whose peak it measures
-    "smoke": dict(vocab=256, seq=128, width=64, heads=4, blocks=2),
-    "cpu": dict(vocab=512, seq=256, width=128, heads=4, blocks=4),
-    "gpu": dict(vocab=512, seq=256, width=128, heads=4, blocks=4),
-}
-PROBE_BATCH = 8  # lesson 06's batch for that measurement
+STRONG_GLOBAL_BATCH = lesson02.SIZES["STRONG_GLOBAL"]
+PIPELINE_IMAGE = lesson03.SIZES["IMG"]
+PIPELINE_BATCH = lesson03.SIZES["BATCH"]
+MICRO_BATCHES = lesson03.SIZES["MICRO"]["gpu"]
+TRANSFORMER_SHAPE = lesson06.SIZES["SHAPE"]  # lesson 06: the Transformer whose peak it measures
+PROBE_BATCH = lesson06.SIZES["PROBE_BATCH"]["gpu"]  # lesson 06's batch for that measurement
 
 
 @functools.cache
@@ -117,7 +113,7 @@ def pipeline_stages(
 
 
 def _lesson00(profile: str, n: int) -> list[int]:
-    side = {"smoke": 1024, "cpu": 1536, "gpu": 4096}[profile]
+    side = lesson00.SIZES["MATMUL_SIZE"][profile]
     return [3 * side * side * 4] * n  # x, x + i and their product on every device
 
 
@@ -172,15 +168,22 @@ def _lesson06(profile: str, n: int) -> list[int]:
     return [memory.transformer(shape, PROBE_BATCH, "adam").total] * n
 
 
+def _lesson(module, setting: str, peaks) -> Lesson:
+    setup = module.SETUP
+    number = module.__name__.rsplit("lesson", 1)[1]
+    memory_mb = setup.get("gpu_memory_mb", DEFAULT_GPU_MEMORY_MB)
+    return Lesson(number, setup.get("devices"), memory_mb, setting, peaks)
+
+
 LESSONS = (
-    Lesson("00", 4, DEFAULT_GPU_MEMORY_MB, "the matrix size n", _lesson00),
-    Lesson("01", 4, DEFAULT_GPU_MEMORY_MB, "PER_REPLICA_BATCH", _lesson01),
-    Lesson("02", 2, 6_912, "the per-replica batch (GLOBAL_BATCH = it x N)", _lesson02),
-    Lesson("03", 4, 3_328, "BATCH", _lesson03),
-    Lesson("04", 2, DEFAULT_GPU_MEMORY_MB, "the global batch", _lesson04),
-    Lesson("06", 2, DEFAULT_GPU_MEMORY_MB, "SHAPE and PROBE_BATCH", _lesson06),
-    Lesson("08", 2, DEFAULT_GPU_MEMORY_MB, "BATCH", _lesson08),
-    Lesson("09", None, DEFAULT_GPU_MEMORY_MB, "the batch size", _lesson09),
+    _lesson(lesson00, "the matrix size n", _lesson00),
+    _lesson(lesson01, "PER_REPLICA_BATCH", _lesson01),
+    _lesson(lesson02, "the per-replica batch (GLOBAL_BATCH = it x N)", _lesson02),
+    _lesson(lesson03, "BATCH", _lesson03),
+    _lesson(lesson04, "the global batch", _lesson04),
+    _lesson(lesson06, "SHAPE and PROBE_BATCH", _lesson06),
+    _lesson(lesson08, "BATCH", _lesson08),
+    _lesson(lesson09, "the batch size", _lesson09),
 )
 
 
