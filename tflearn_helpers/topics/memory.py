@@ -375,9 +375,12 @@ def transformer(
     ``tensor_parallel``: blocks' matrices and heads split over that many devices;
     ``sequence_parallel``: the LayerNorm and residual activations split by token too (all but
     the gathered LayerNorm output); ``vocab_parallel``: the embedding, the head and its logits
-    split by vocabulary (Megatron-LM). ``precision="mixed"``: 16-bit weights, gradients and
-    activations, and a float32 master copy of the weights counted with the optimizer state:
-    2 + 2 + 12 bytes per parameter with Adam (Rajbhandari et al. 2020).
+    split by vocabulary (Megatron-LM). ``precision="mixed"``: 16-bit weights and gradients,
+    and a float32 master copy of the weights counted with the optimizer state: 2 + 2 + 12
+    bytes per parameter with Adam (Rajbhandari et al. 2020); 16-bit activations but for those
+    Keras 3's mixed policies keep in float32 (each LayerNorm's input cast up and its two
+    internals, the softmax of the attention scores, the logits cast up for the loss and the
+    loss's softmax, the scores' gradient), as lesson 06's traced step shows them.
     """
     validate.counts(batch=batch, replicas=replicas, tensor_parallel=tensor_parallel)
     if zero not in (0, 1, 2, 3):
@@ -393,12 +396,12 @@ def transformer(
     params = shape.blocks * shape.block_parameters // t + 2 * d + (2 * v * d + v) // vocab_split
     share = [1 if zero < stage else replicas for stage in (3, 2, 1)]
     width, master = _BYTES[precision]  # bytes per weight, gradient and activation; master copy
-    kept = _activations(shape, t, recompute, t if sequence_parallel else 1, vocab_split)
+    wide, narrow = _activations(shape, t, recompute, t if sequence_parallel else 1, vocab_split)
     return Footprint(
         parameters=width * -(-params // share[0]),
         gradients=width * -(-params // share[1]),
         optimizer=(master + 4 * slots(optimizer)) * -(-params // share[2]),
-        activations=width * batch * kept,
+        activations=batch * (4 * wide + width * narrow),
         inputs=4 * batch * shape.seq,
     )
 
@@ -407,17 +410,26 @@ def transformer(
 _BYTES = {"float32": (4, 0), "mixed": (2, 4)}
 
 
-def _activations(shape, t, recompute, sequence_split, vocab_split) -> int:
-    """Activation elements one example keeps at the peak (see the table above ``_SCORES``)."""
+def _activations(shape, t, recompute, sequence_split, vocab_split) -> tuple[int, int]:
+    """Activation elements one example keeps at the peak (see the table above ``_SCORES``):
+    those Keras 3 keeps in float32 under a mixed policy, and the rest."""
     vec, scores = shape.seq * shape.width, shape.heads * shape.seq**2
-    # sequence parallelism: each LayerNorm's input and two internals split by token, its
-    # output is all-gathered and kept whole (1 of its 4)
-    norm = 3 * vec // sequence_split + vec
-    block = 2 * norm + (_BLOCK_SPLIT * vec + _SCORES * scores) // t
-    attention = norm + (_ATTENTION_SPLIT * vec + _SCORES * scores) // t
-    kept = shape.blocks * vec // sequence_split + attention if recompute else shape.blocks * block
-    kept += norm + 2 * shape.seq * shape.vocab // vocab_split  # final LayerNorm; logits, softmax
-    return kept + _SCORE_GRADIENTS * scores // t + 8 * vec // t
+    # each LayerNorm: its input cast to float32 and two internals (split by token under
+    # sequence parallelism), and its output cast back (all-gathered and kept whole)
+    norm_wide, norm_narrow = 3 * vec // sequence_split, vec
+    # the score matrices: softmax's output in float32, the copy the second einsum reads cast back
+    wide = norm_wide + scores // t
+    narrow = norm_narrow + (_ATTENTION_SPLIT * vec + (_SCORES - 1) * scores) // t
+    if recompute:  # the blocks' inputs, and one block's attention part recomputed
+        narrow += shape.blocks * vec // sequence_split
+    else:  # every block: its two LayerNorms, attention and the MLP's 4D hidden layer
+        wide, narrow = (
+            shape.blocks * (wide + norm_wide),
+            shape.blocks * (narrow + norm_narrow + (_BLOCK_SPLIT - _ATTENTION_SPLIT) * vec // t),
+        )
+    wide += norm_wide + 2 * shape.seq * shape.vocab // vocab_split  # logits, softmax: float32
+    wide += _SCORE_GRADIENTS * scores // t  # the softmax's gradient, in float32
+    return wide, narrow + norm_narrow + 8 * vec // t
 
 
 def zero_transient(
