@@ -42,6 +42,7 @@ running: asserted more than twice the control's, and over 1 ms.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -322,6 +323,14 @@ def main(argv=None) -> int:
     if len(packs) < 2 or packs[0] != "0":
         parser.error("--packs: the control 0 first, then at least the packing under test")
     folder = Path(tempfile.mkdtemp(prefix="overlap-bench-"))
+    try:
+        return measure(args, packs, folder)
+    finally:  # the programs, the profiles: nothing left in the temporary folder
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def measure(args, packs: list, folder: Path) -> int:
+    """Run the two workers in ``folder`` and judge; exit code 0 if the goal is met."""
     program = folder / "overlap_worker.py"
     program.write_text(WORKER)
     options = ["--width", args.width, "--depth", args.depth, "--batch", args.batch]
