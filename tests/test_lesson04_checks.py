@@ -237,6 +237,9 @@ def test_04_6_a_worker_that_failed_early_or_a_job_that_hung_is_named():
     header = lesson04._NOTICE_HEADER.count("\n")
     assert f"line {21 - header} of your function" in said and "ValueError" in said
     assert "worker 0 stopped before the notice" in said
+    returned = {"codes": [0, 0], "logs": [_steps_log([1])] * 2, "running": None}
+    said = lesson04._notice_problem(_notice_runs(stage="before", first=returned))
+    assert "after 1 of 40 steps" in said
     hung = {"codes": None, "logs": ["", ""], "running": [0]}
     said = lesson04._notice_problem(_notice_runs(first=hung))
     assert "still ran" in said and "[0]" in said

@@ -1,5 +1,6 @@
-"""Checks for lesson 04's exercises: a multi-worker job's TF_CONFIGs, and a worker that resumes
-after a kill (the other strategies of one machine are lesson 01's, checks 01.7-01.9)."""
+"""Checks for lesson 04's exercises: a multi-worker job's TF_CONFIGs, a worker that resumes
+after a kill, and a job that answers a preemption notice (save, exit, resume) (the other
+strategies of one machine are lesson 01's, checks 01.7-01.9)."""
 
 from __future__ import annotations
 
@@ -335,6 +336,12 @@ def _last_line(log: str) -> str:
 def _notice_problem(runs) -> str | None:
     """The hint for what the job did with the notice and after the restart, or None."""
     first = runs["first"]
+    if runs["stage"] == "before" and first["codes"] == [0, 0]:
+        done = len(_run_steps(first["logs"][0]))
+        return (
+            f"both workers ended by themselves after {done} of {NOTICE_STEPS} steps, before the "
+            "notice was sent: does your function train every step not trained yet?"
+        )
     if runs["stage"] == "before":
         index = next((i for i in (0, 1) if first["codes"] and first["codes"][i] != 0), 0)
         log = first["logs"][index]
