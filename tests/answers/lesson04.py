@@ -40,6 +40,8 @@ _PRE_NOTICE = """    notice = threading.Event()
         handler.run(train_step, i)
 """
 
+_STALL_STRATEGY = "tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)"
+
 # Wrong answers derived from the solution (solutions/04_multi_worker.ipynb), one plausible
 # mistake each: exercise -> [(name, text of the solution cell, what replaces it)].
 # tests/test_mutations.py applies each to the solution cell and expects "wrong". 04.4's cell
@@ -128,6 +130,34 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             'folder = os.path.join(directory, f"worker-{task.task_id}")',
         ),
     ],
+    "04.7": [
+        (
+            "no communication options",
+            _STALL_STRATEGY,
+            "tf.distribute.MultiWorkerMirroredStrategy()",
+        ),
+        ("options without a timeout", "        timeout_seconds=timeout,\n", ""),
+        (
+            "the options passed as the first argument",
+            "MultiWorkerMirroredStrategy(communication_options=options)",
+            "MultiWorkerMirroredStrategy(options)",
+        ),
+        (
+            "the timeout in milliseconds",
+            "timeout_seconds=timeout,",
+            "timeout_seconds=timeout * 1000,",
+        ),
+        (
+            "the timeout read as milliseconds",
+            "timeout_seconds=timeout,",
+            "timeout_seconds=timeout / 1000,",
+        ),
+        (
+            "one machine's MirroredStrategy",
+            _STALL_STRATEGY,
+            "tf.distribute.MirroredStrategy()",
+        ),
+    ],
 }
 
 # Right answers written differently from the solution, as a learner allowed by the exercise's
@@ -197,6 +227,33 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
             "the step, then save_checkpoint_if_preempted",
             "        handler.run(train_step, i)",
             "        train_step(i)\n        handler.save_checkpoint_if_preempted()",
+        ),
+    ],
+    "04.7": [
+        (
+            "AUTO, the timeout as a float, the options in the call",
+            """    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=tf.distribute.experimental.CommunicationImplementation.RING,
+        timeout_seconds=timeout,
+    )
+    return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)""",
+            """    return tf.distribute.MultiWorkerMirroredStrategy(
+        communication_options=tf.distribute.experimental.CommunicationOptions(
+            timeout_seconds=float(timeout),
+            implementation=tf.distribute.experimental.CommunicationImplementation.AUTO,
+        )
+    )""",
+        ),
+        (
+            "the timeout alone, the strategy named first",
+            """    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=tf.distribute.experimental.CommunicationImplementation.RING,
+        timeout_seconds=timeout,
+    )
+    return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)""",
+            """    opts = tf.distribute.experimental.CommunicationOptions(timeout_seconds=timeout)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=opts)
+    return strategy""",
         ),
     ],
 }

@@ -434,3 +434,104 @@ def _restart_problem(runs, saved) -> str | None:
     if [e["loss"] for e in events[0]] != [e["loss"] for e in events[1]]:
         return "the restarted workers' losses differ: they did not resume as one job"
     return None
+
+
+# -- 04.7: a stalled peer ends in an error, within the collective timeout ---------------------
+STALL_TIMEOUT = 5  # s: the collective timeout make_strategy is given
+STALL_BOUND = 25  # s from the stall to worker 0's error: more is a hang
+STALL_AFTER = 3  # worker 0 has reported this many steps when worker 1 is stopped (SIGSTOP)
+
+
+@exercise("04.7")
+def a_stalled_peer_ends_in_an_error(make_strategy, program):
+    """make_strategy(timeout) -> the job's strategy; program: the exercise's worker program,
+    which imports it. Worker 1 is stopped with SIGSTOP (alive, silent: a hung machine) after a
+    few steps; worker 0 must end with the collective's timeout error within STALL_BOUND s."""
+    import tempfile
+    from pathlib import Path
+
+    from . import course_code, learner_source
+
+    source, problem = learner_source(make_strategy, "make_strategy")
+    if problem:
+        return problem
+    if course_code(make_strategy):
+        return "write the function yourself: the course's own code is not your answer"
+    with tempfile.TemporaryDirectory(prefix="tflearn-ex047-") as folder:
+        run = _stall_run(Path(folder), Path(program), source)
+    return _stall_problem(run)
+
+
+def _stall_run(folder, program, source) -> dict:
+    """Run the job, stop worker 1 after STALL_AFTER steps, wait STALL_BOUND s for worker 0;
+    what happened: the stage reached, worker 0's exit code and seconds, both outputs."""
+    import shutil
+    import signal
+    import time
+
+    from ..cluster import local
+
+    shutil.copy(program, folder / "stall_worker.py")
+    (folder / "stall_strategy.py").write_text("import tensorflow as tf\n\n\n" + source)
+    spec = local.local_cluster_spec(workers=2)
+    run = {"stage": "stalled", "code": None, "seconds": None, "steps_before": 0}
+    job = local.LocalCluster(spec, log_dir=folder / "logs", env={"CUDA_VISIBLE_DEVICES": "-1"})
+    with job:
+        job.start(folder / "stall_worker.py", ["--timeout", STALL_TIMEOUT])
+        try:
+            job.wait_until(lambda: len(_run_steps(job.logs("worker", 0))) >= STALL_AFTER,
+                           NOTICE_START_TIMEOUT, f"step {STALL_AFTER}")  # fmt: skip
+        except (TimeoutError, RuntimeError):
+            run["stage"] = "before"
+        else:
+            job.procs[("worker", 1)].send(signal.SIGSTOP)  # alive, but silent: a hung machine
+            run["steps_before"] = len(_run_steps(job.logs("worker", 0)))
+        began = time.monotonic()
+        try:
+            run["code"] = job.wait([("worker", 0)], timeout=STALL_BOUND)[("worker", 0)]
+            run["seconds"] = time.monotonic() - began
+        except TimeoutError:
+            pass
+        for i in (0, 1):  # SIGKILL: a stopped process does not act on a SIGTERM
+            if job.alive("worker", i):
+                job.kill("worker", i)
+        run["logs"] = [job.logs("worker", i) for i in (0, 1)]
+    return run
+
+
+def _stall_problem(run) -> str | None:
+    from ..programs import events
+
+    log = run["logs"][0]
+    ready = events.parse(log, "ready")
+    errors = events.parse(log, "error")
+    said = (errors[-1]["error"] + ": " + " ".join(errors[-1]["lines"][:3])) if errors else ""
+    if run["stage"] == "before":
+        if errors and "timed out" in said:
+            return (
+                "a collective timed out before any peer stalled, in a healthy step: was the "
+                f"timeout your function was given ({STALL_TIMEOUT} s) the one the strategy got?"
+            )
+        return f"worker 0 stopped before its peer stalled: {said or _last_line(log)}"[:400]
+    if ready and ready[-1]["replicas"] != 2:
+        return (
+            f"each worker's strategy had {ready[-1]['replicas']} replica(s), not one per worker "
+            "of the cluster: the two workers were not one job"
+        )
+    if len(_run_steps(log)) > run["steps_before"] + 2:
+        return (
+            "worker 0 went on training alone after its peer stalled: its strategy does not "
+            "make the two workers one synchronous job"
+        )
+    if run["code"] is None:
+        return (
+            f"worker 0 still waited for its stalled peer {STALL_BOUND} s later (then stopped by "
+            "the check): nothing bounded how long a collective waits for a peer that is alive "
+            "but silent"
+        )
+    if run["code"] == 0 or "timed out" not in said:
+        return (
+            f"worker 0 ended {run['seconds']:.0f} s after its peer stalled with exit code "
+            f"{run['code']}, {said or 'no error reported'}: not the collective's timeout"
+        )[:400]
+    return None
