@@ -254,3 +254,54 @@ def test_04_6_waits_for_a_stub_and_refuses_what_it_cannot_run():
     assert _evaluate("04.6", train, "worker.py").status == NOT_ATTEMPTED
     said = _evaluate("04.6", len, "worker.py")
     assert said.status == WRONG and "def" in said.message
+
+
+# -- 04.7: a stalled peer ends in an error ----------------------------------------------------
+def _stall_log(steps=4, replicas=2, error=None):
+    from tflearn_helpers.programs import events
+
+    lines = [events.line("ready", replicas=replicas)]
+    lines += [events.line("step", step=s, loss=1.0) for s in range(1, steps + 1)]
+    if error:
+        lines.append(events.line("error", error=error[0], lines=[error[1]]))
+    return "\n".join(lines) + "\n"
+
+
+TIMED_OUT = ("DeadlineExceededError", "Collective has timed out during execution.")
+
+
+def _stall(stage="stalled", code=1, seconds=5.2, log=None, steps_before=3):
+    log = _stall_log(error=TIMED_OUT) if log is None else log
+    return {"stage": stage, "code": code, "seconds": seconds, "steps_before": steps_before,
+            "logs": [log, ""]}  # fmt: skip
+
+
+def test_04_7_an_error_from_the_collective_timeout_after_the_stall_passes():
+    from tflearn_helpers.checks import lesson04
+
+    assert lesson04._stall_problem(_stall()) is None
+
+
+def test_04_7_tells_a_hang_a_lone_worker_and_an_early_failure_apart():
+    from tflearn_helpers.checks import lesson04
+
+    hung = lesson04._stall_problem(_stall(code=None, seconds=None, log=_stall_log()))
+    assert "still waited" in hung and "25 s" in hung and "timeout_seconds" not in hung
+    alone = lesson04._stall_problem(_stall(code=None, seconds=None, log=_stall_log(steps=40)))
+    assert "went on training alone" in alone
+    one = lesson04._stall_problem(_stall(code=None, log=_stall_log(replicas=1)))
+    assert "1 replica(s)" in one
+    early = lesson04._stall_problem(_stall(stage="before", log=_stall_log(2, error=TIMED_OUT)))
+    assert "before any peer stalled" in early and "5 s" in early
+    crashed = _stall_log(0, error=("ValueError", "cluster_resolver must be ..."))
+    said = lesson04._stall_problem(_stall(stage="before", log=crashed))
+    assert "before its peer stalled" in said and "ValueError" in said
+    other = _stall_log(error=("UnavailableError", "tasks are unhealthy"))
+    said = lesson04._stall_problem(_stall(log=other, seconds=20.0))
+    assert "not the collective's timeout" in said and "UnavailableError" in said
+
+
+def test_04_7_waits_for_a_stub():
+    def make_strategy(timeout): ...
+
+    assert _evaluate("04.7", make_strategy, "worker.py").status == NOT_ATTEMPTED
