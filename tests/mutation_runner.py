@@ -39,7 +39,7 @@ from nbtools import read  # noqa: E402
 
 CHECK_CALL = re.compile(r'\bcheck\("(\d+\.\d+)"')
 # checks that run the answer in fresh processes: their mutations run side by side
-FRESH_PROCESS_CHECKS = {"00.5", "07.1", "07.2", "08.5"}
+FRESH_PROCESS_CHECKS = {"00.5", "04.6", "04.7", "07.1", "07.2", "08.5"}
 _CELLS = itertools.count()
 
 

@@ -146,3 +146,162 @@ def test_04_4_names_the_barrier_when_a_worker_was_stopped_waiting_for_its_peer()
     two = {"worker": ["localhost:2001", "localhost:2002"]}
     said = _evaluate("04.4", _tf_config_of(two), [(-15, stopped), (0, "")])
     assert said.status == WRONG and "barrier" in said.message and "worker 1" in said.message
+
+
+# -- 04.6: a preemption notice: save, exit, resume --------------------------------------------
+def _steps_log(steps, trained=None, loss=lambda s: 1.0 / s, tail=""):
+    from tflearn_helpers.programs import events
+
+    lines = [
+        events.line("step", step=s, trained=s if trained is None else trained(s), loss=loss(s))
+        for s in steps
+    ]
+    return "\n".join([*lines, tail]) + "\n"
+
+
+def _notice_runs(
+    saved=6, codes=(42, 42), restart=None, restart_codes=(0, 0), on_disk=None, **changes
+):
+    from tflearn_helpers.checks import lesson04
+
+    first = [_steps_log(range(1, saved + 1))] * 2
+    second = [restart or _steps_log(range(saved + 1, lesson04.NOTICE_STEPS + 1))] * 2
+    runs = {
+        "stage": "noticed",
+        "first": {"codes": list(codes), "logs": first, "running": None},
+        "saved": on_disk or {"chief": saved, "anywhere": True},
+        "second": {"codes": list(restart_codes), "logs": second, "running": None},
+    }
+    runs.update(changes)
+    return runs
+
+
+def test_04_6_a_save_an_exit_and_a_restart_that_resumes_after_it_pass():
+    from tflearn_helpers.checks import lesson04
+
+    assert lesson04._notice_problem(_notice_runs()) is None
+
+
+def test_04_6_tells_apart_the_ways_a_notice_goes_wrong():
+    from tflearn_helpers.checks import lesson04
+
+    end = lesson04.NOTICE_STEPS
+    trained_on = {"codes": [0, 0], "logs": [_steps_log(range(1, end + 1))] * 2, "running": None}
+    nothing = {"chief": None, "anywhere": False}
+    said = {
+        "ignored": lesson04._notice_problem(_notice_runs(first=trained_on, on_disk=nothing)),
+        "no exit": lesson04._notice_problem(_notice_runs(first=trained_on)),
+        "code 0": lesson04._notice_problem(_notice_runs(codes=(0, 0))),
+        "no save": lesson04._notice_problem(_notice_runs(codes=(1, 42), on_disk=nothing)),
+        "elsewhere": lesson04._notice_problem(
+            _notice_runs(on_disk={"chief": None, "anywhere": True})
+        ),
+        "other code": lesson04._notice_problem(_notice_runs(codes=(42, 1))),
+    }
+    assert "nothing was saved" in said["ignored"] and "to the end" in said["ignored"]
+    assert "went on training" in said["no exit"]
+    assert "code 0" in said["code 0"] and "finished" in said["code 0"]
+    assert "no checkpoint was saved" in said["no save"] and "[1, 42]" in said["no save"]
+    assert "chief's folder" in said["elsewhere"]
+    assert "worker 1 exited with code 1" in said["other code"]
+    for hint in said.values():  # the answer's calls are never named
+        assert "handler.run" not in hint and "sys.exit" not in hint
+
+
+def test_04_6_reads_the_restart_for_steps_lost_or_done_twice():
+    from tflearn_helpers.checks import lesson04
+
+    end = lesson04.NOTICE_STEPS
+    from_one = _steps_log(range(1, end + 1), trained=lambda s: s + 6)
+    lost = _steps_log(range(8, end + 1))
+    again = _steps_log(range(6, end + 1))
+    assert "from step 1 again" in lesson04._notice_problem(_notice_runs(restart=from_one))
+    assert "none may be lost" in lesson04._notice_problem(_notice_runs(restart=lost))
+    assert "8-40" in lesson04._notice_problem(_notice_runs(restart=lost))
+    assert "6-40" in lesson04._notice_problem(_notice_runs(restart=again))
+    shifted = _steps_log(range(7, end + 1), trained=lambda s: s + 1)
+    assert "disagree" in lesson04._notice_problem(_notice_runs(restart=shifted))
+    failed = _notice_runs(restart_codes=(0, 1))
+    assert "worker 1 ended with exit code 1" in lesson04._notice_problem(failed)
+
+
+def test_04_6_a_worker_that_failed_early_or_a_job_that_hung_is_named():
+    from tflearn_helpers.checks import lesson04
+
+    trace = (
+        'Traceback (most recent call last):\n  File "/x/preempt_train.py", line 21, in train\n'
+        "ValueError: no such thing\n"
+    )
+    early = {"codes": [1, -15], "logs": [trace, ""], "running": None}
+    said = lesson04._notice_problem(_notice_runs(stage="before", first=early))
+    header = lesson04._NOTICE_HEADER.count("\n")
+    assert f"line {21 - header} of your function" in said and "ValueError" in said
+    assert "worker 0 stopped before the notice" in said
+    returned = {"codes": [0, 0], "logs": [_steps_log([1])] * 2, "running": None}
+    said = lesson04._notice_problem(_notice_runs(stage="before", first=returned))
+    assert "after 1 of 40 steps" in said
+    hung = {"codes": None, "logs": ["", ""], "running": [0]}
+    said = lesson04._notice_problem(_notice_runs(first=hung))
+    assert "still ran" in said and "[0]" in said
+    hung_restart = _notice_runs()
+    hung_restart["second"] = {"codes": None, "logs": ["", ""], "running": [0, 1]}
+    assert "restarted job still ran" in lesson04._notice_problem(hung_restart)
+
+
+def test_04_6_waits_for_a_stub_and_refuses_what_it_cannot_run():
+    def train(strategy, checkpoint, directory, train_step, steps, exit_code): ...
+
+    assert _evaluate("04.6", train, "worker.py").status == NOT_ATTEMPTED
+    said = _evaluate("04.6", len, "worker.py")
+    assert said.status == WRONG and "def" in said.message
+
+
+# -- 04.7: a stalled peer ends in an error ----------------------------------------------------
+def _stall_log(steps=4, replicas=2, error=None):
+    from tflearn_helpers.programs import events
+
+    lines = [events.line("ready", replicas=replicas)]
+    lines += [events.line("step", step=s, loss=1.0) for s in range(1, steps + 1)]
+    if error:
+        lines.append(events.line("error", error=error[0], lines=[error[1]]))
+    return "\n".join(lines) + "\n"
+
+
+TIMED_OUT = ("DeadlineExceededError", "Collective has timed out during execution.")
+
+
+def _stall(stage="stalled", code=1, seconds=5.2, log=None, steps_before=3):
+    log = _stall_log(error=TIMED_OUT) if log is None else log
+    return {"stage": stage, "code": code, "seconds": seconds, "steps_before": steps_before,
+            "logs": [log, ""]}  # fmt: skip
+
+
+def test_04_7_an_error_from_the_collective_timeout_after_the_stall_passes():
+    from tflearn_helpers.checks import lesson04
+
+    assert lesson04._stall_problem(_stall()) is None
+
+
+def test_04_7_tells_a_hang_a_lone_worker_and_an_early_failure_apart():
+    from tflearn_helpers.checks import lesson04
+
+    hung = lesson04._stall_problem(_stall(code=None, seconds=None, log=_stall_log()))
+    assert "still waited" in hung and "25 s" in hung and "timeout_seconds" not in hung
+    alone = lesson04._stall_problem(_stall(code=None, seconds=None, log=_stall_log(steps=40)))
+    assert "went on training alone" in alone
+    one = lesson04._stall_problem(_stall(code=None, log=_stall_log(replicas=1)))
+    assert "1 replica(s)" in one
+    early = lesson04._stall_problem(_stall(stage="before", log=_stall_log(2, error=TIMED_OUT)))
+    assert "before any peer stalled" in early and "5 s" in early
+    crashed = _stall_log(0, error=("ValueError", "cluster_resolver must be ..."))
+    said = lesson04._stall_problem(_stall(stage="before", log=crashed))
+    assert "before its peer stalled" in said and "ValueError" in said
+    other = _stall_log(error=("UnavailableError", "tasks are unhealthy"))
+    said = lesson04._stall_problem(_stall(log=other, seconds=20.0))
+    assert "not the collective's timeout" in said and "UnavailableError" in said
+
+
+def test_04_7_waits_for_a_stub():
+    def make_strategy(timeout): ...
+
+    assert _evaluate("04.7", make_strategy, "worker.py").status == NOT_ATTEMPTED

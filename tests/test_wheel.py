@@ -171,6 +171,8 @@ SHARED_WITH_AN_ANSWER = {
     # 07.2's harness: the step function the answer calls, and a batch script that requeues the
     # learner's task (07.1's answer requeues too)
     "checks/lesson07.py": {"train_one_step(step, weights)", 'scontrol requeue "$SLURM_JOB_ID"'},
+    # lesson 04's worker program, whose preemption handler exercise 04.6 practises
+    "scripts/multi_worker_train.py": {"termination_watcher_fn=notice.is_set,"},
     # lesson 08's worker program, which the lesson writes after 08.1 and 08.5
     "taught/lesson08.py": {
         "setter = v1.train.replica_device_setter(",

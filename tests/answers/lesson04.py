@@ -20,6 +20,28 @@ _LAUNCH = """    workers = [
     outcomes = [(worker.wait(timeout=240), worker.output()) for worker in workers]
 """
 
+_PRE_FOLDER = (
+    'folder = directory if task.task_id == 0 else os.path.join(directory, f"worker-{task.task_id}")'
+)
+_PRE_MANAGER = "    manager = tf.train.CheckpointManager(checkpoint, folder, max_to_keep=2)\n"
+_PRE_LOOP = "range(int(checkpoint.optimizer.iterations.numpy()), steps)"
+_PRE_NOTICE = """    notice = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: notice.set())
+    handler = tf.distribute.experimental.PreemptionCheckpointHandler(
+        task,
+        manager,
+        termination_config=tf.distribute.experimental.TerminationConfig(
+            termination_watcher_fn=notice.is_set,
+            exit_fn=lambda: sys.exit(exit_code),
+            grace_period=0,
+        ),
+    )
+    for i in range(int(checkpoint.optimizer.iterations.numpy()), steps):  # restored by handler
+        handler.run(train_step, i)
+"""
+
+_STALL_STRATEGY = "tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)"
+
 # Wrong answers derived from the solution (solutions/04_multi_worker.ipynb), one plausible
 # mistake each: exercise -> [(name, text of the solution cell, what replaces it)].
 # tests/test_mutations.py applies each to the solution cell and expects "wrong". 04.4's cell
@@ -83,6 +105,59 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ),
         ("five kept", "max_to_keep=2", "max_to_keep=5"),
     ],
+    "04.6": [
+        (
+            "the checkpoint alone, no manager",
+            "        task,\n        manager,",
+            "        task,\n        checkpoint,",
+        ),
+        (
+            "an exit function that does not exit",
+            "exit_fn=lambda: sys.exit(exit_code)",
+            'exit_fn=lambda: print("preempted: saved")',
+        ),
+        ("exit code 0 after the save", "sys.exit(exit_code)", "sys.exit(0)"),
+        (
+            "the signal exits at once, before any save",
+            "lambda *_: notice.set()",
+            "lambda *_: sys.exit(exit_code)",
+        ),
+        ("the restart loops from step 0", _PRE_LOOP, "range(steps)"),
+        ("the step run outside the handler", "handler.run(train_step, i)", "train_step(i)"),
+        (
+            "the chief's checkpoint in a folder of its own",
+            _PRE_FOLDER,
+            'folder = os.path.join(directory, f"worker-{task.task_id}")',
+        ),
+    ],
+    "04.7": [
+        (
+            "no communication options",
+            _STALL_STRATEGY,
+            "tf.distribute.MultiWorkerMirroredStrategy()",
+        ),
+        ("options without a timeout", "        timeout_seconds=timeout,\n", ""),
+        (
+            "the options passed as the first argument",
+            "MultiWorkerMirroredStrategy(communication_options=options)",
+            "MultiWorkerMirroredStrategy(options)",
+        ),
+        (
+            "the timeout in milliseconds",
+            "timeout_seconds=timeout,",
+            "timeout_seconds=timeout * 1000,",
+        ),
+        (
+            "the timeout read as milliseconds",
+            "timeout_seconds=timeout,",
+            "timeout_seconds=timeout / 1000,",
+        ),
+        (
+            "one machine's MirroredStrategy",
+            _STALL_STRATEGY,
+            "tf.distribute.MirroredStrategy()",
+        ),
+    ],
 }
 
 # Right answers written differently from the solution, as a learner allowed by the exercise's
@@ -123,6 +198,62 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
             "    return tf.train.CheckpointManager(checkpoint, folder, max_to_keep=2)",
             'folder = directory if chief else f"{directory}-scratch-{task_type}-{task_id}"\n'
             "    return tf.train.CheckpointManager(checkpoint, folder, 2)",
+        ),
+    ],
+    "04.6": [
+        (
+            "the handler makes the managers: a checkpoint and its folder",
+            "    " + _PRE_FOLDER + "\n" + _PRE_MANAGER + _PRE_NOTICE,
+            _PRE_NOTICE.replace(
+                "        manager,\n", "        checkpoint,\n        checkpoint_dir=directory,\n"
+            ),
+        ),
+        (
+            "SIGTERM left to the handler, a while loop",
+            _PRE_NOTICE,
+            """    def leave():
+        sys.exit(exit_code)
+
+    config = tf.distribute.experimental.TerminationConfig(exit_fn=leave)
+    handler = tf.distribute.experimental.PreemptionCheckpointHandler(
+        strategy.cluster_resolver, manager, termination_config=config
+    )
+    step = checkpoint.optimizer.iterations
+    while int(step.numpy()) < steps:
+        handler.run(train_step, int(step.numpy()))
+""",
+        ),
+        (
+            "the step, then save_checkpoint_if_preempted",
+            "        handler.run(train_step, i)",
+            "        train_step(i)\n        handler.save_checkpoint_if_preempted()",
+        ),
+    ],
+    "04.7": [
+        (
+            "AUTO, the timeout as a float, the options in the call",
+            """    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=tf.distribute.experimental.CommunicationImplementation.RING,
+        timeout_seconds=timeout,
+    )
+    return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)""",
+            """    return tf.distribute.MultiWorkerMirroredStrategy(
+        communication_options=tf.distribute.experimental.CommunicationOptions(
+            timeout_seconds=float(timeout),
+            implementation=tf.distribute.experimental.CommunicationImplementation.AUTO,
+        )
+    )""",
+        ),
+        (
+            "the timeout alone, the strategy named first",
+            """    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=tf.distribute.experimental.CommunicationImplementation.RING,
+        timeout_seconds=timeout,
+    )
+    return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)""",
+            """    opts = tf.distribute.experimental.CommunicationOptions(timeout_seconds=timeout)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=opts)
+    return strategy""",
         ),
     ],
 }

@@ -1,5 +1,6 @@
-"""Checks for lesson 04's exercises: a multi-worker job's TF_CONFIGs, and a worker that resumes
-after a kill (the other strategies of one machine are lesson 01's, checks 01.7-01.9)."""
+"""Checks for lesson 04's exercises: a multi-worker job's TF_CONFIGs, a worker that resumes
+after a kill, and a job that answers a preemption notice (save, exit, resume) (the other
+strategies of one machine are lesson 01's, checks 01.7-01.9)."""
 
 from __future__ import annotations
 
@@ -205,4 +206,332 @@ def _runs_problem(killed, resumed, save_every):
         return f"step {again} after the restart did not repeat the killed run's step {again}"
     if any(w["loss"] != resumed[0]["loss"] for w in resumed):
         return "the restarted workers' losses differ: they did not resume as one job"
+    return None
+
+
+# -- 04.6: a preemption notice: save, exit, resume -------------------------------------------
+NOTICE_STEPS = 40  # the job's steps: the notice comes after NOTICE_AFTER, far from the end
+NOTICE_AFTER = 3  # worker 0 has reported this many steps when worker 1 gets the notice
+NOTICE_EXIT = 42  # the exit code after a preemption save: 'restart me'
+NOTICE_DELAY = 0.1  # s of sleep per step: the handler polls its watcher about once a second
+NOTICE_START_TIMEOUT = 180  # s for both workers to start and train NOTICE_AFTER steps
+NOTICE_END_TIMEOUT = 60  # s for the job to end after the notice, and after the restart
+_NOTICE_HEADER = (
+    '"""Exercise 04.6: your function."""\nimport os\nimport signal\nimport sys\n'
+    "import threading\n\nimport tensorflow as tf\n\n\n"
+)
+
+
+@exercise("04.6")
+def saves_exits_and_resumes_on_a_notice(train, program):
+    """train(strategy, checkpoint, directory, train_step, steps, exit_code): the learner's
+    loop; program: the exercise's worker program, which imports it. The job runs as lesson 04
+    runs its jobs (``LocalCluster``); worker 1 gets a real SIGTERM after a few steps; the job
+    must save and exit, and a restart must train every remaining step once."""
+    import tempfile
+    from pathlib import Path
+
+    from . import course_code, learner_source
+
+    source, problem = learner_source(train, "train")
+    if problem:
+        return problem
+    if course_code(train):
+        return "write the loop yourself: the course's own code is not your answer"
+    with tempfile.TemporaryDirectory(prefix="tflearn-ex046-") as folder:
+        runs = _notice_runs(Path(folder), Path(program), source)
+    return _notice_problem(runs)
+
+
+def _notice_runs(folder, program, source) -> dict:
+    """Run the job, send worker 1 a SIGTERM, wait for the job to end, then restart it; what
+    each run left: exit codes, each worker's output of that run, the checkpoints on disk."""
+    import shutil
+    import signal
+
+    from ..cluster import local
+
+    shutil.copy(program, folder / "preempt_worker.py")
+    (folder / "preempt_train.py").write_text(_NOTICE_HEADER + source)
+    directory = folder / "checkpoints"
+    args = ["--dir", directory, "--steps", NOTICE_STEPS, "--exit-code", NOTICE_EXIT]
+    args += ["--delay", NOTICE_DELAY]
+    spec = local.local_cluster_spec(workers=2)
+    runs = {"stage": "noticed", "first": None, "second": None}
+    job = local.LocalCluster(spec, log_dir=folder / "logs", env={"CUDA_VISIBLE_DEVICES": "-1"})
+    with job:
+        job.start(folder / "preempt_worker.py", args)
+        try:
+            job.wait_until(lambda: len(_run_steps(job.logs("worker", 0))) >= NOTICE_AFTER,
+                           NOTICE_START_TIMEOUT, f"step {NOTICE_AFTER}")  # fmt: skip
+        except (TimeoutError, RuntimeError):  # a worker ended, or never trained
+            runs["stage"] = "before"
+        else:
+            job.procs[("worker", 1)].send(signal.SIGTERM)  # the preemption notice
+        runs["first"] = _run_of(job, [0, 0])
+        runs["saved"] = _saved_steps(directory, folder)
+        if runs["first"]["codes"] is None or runs["stage"] == "before":
+            return runs
+        offsets = [len(job.logs("worker", i)) for i in (0, 1)]
+        job.start(folder / "preempt_worker.py", args)  # the restart: both workers, as before
+        runs["second"] = _run_of(job, offsets)
+    return runs
+
+
+def _run_of(job, offsets) -> dict:
+    """The exit codes (None: still running after the timeout, then stopped) and each worker's
+    output since ``offsets``."""
+    try:
+        codes = job.wait(timeout=NOTICE_END_TIMEOUT)
+        codes = [codes[("worker", i)] for i in (0, 1)]
+    except TimeoutError:
+        codes = None
+        running = [i for i in (0, 1) if job.alive("worker", i)]
+        for i in running:
+            job.kill("worker", i)
+    logs = [job.logs("worker", i) for i in (0, 1)]
+    run = {"codes": codes, "logs": [log[offsets[i] :] for i, log in enumerate(logs)]}
+    run["running"] = None if codes is not None else running
+    return run
+
+
+def _run_steps(log: str) -> list[dict]:
+    from ..programs import events
+
+    return events.parse(log or "", "step")
+
+
+def _saved_steps(directory, folder) -> dict:
+    """The step held by the newest checkpoint in the chief's folder (None: no checkpoint),
+    and whether any checkpoint was written under ``folder`` at all."""
+    import tensorflow as tf
+
+    latest = tf.train.latest_checkpoint(str(directory))
+    step = None
+    if latest:
+        reader = tf.train.load_checkpoint(latest)
+        names = [n for n in reader.get_variable_to_shape_map() if n.startswith("optimizer/")]
+        counters = [n for n in names if "iterations" in n]  # Keras' step counter
+        step = int(reader.get_tensor(counters[0])) if counters else None
+    anywhere = any(folder.rglob("*.index"))
+    return {"chief": step, "anywhere": anywhere}
+
+
+def _where_in_train(log: str) -> str:
+    """Where the traceback in ``log`` last passed through the learner's function."""
+    import re
+
+    header = _NOTICE_HEADER.count("\n")
+    found = re.findall(r'preempt_train\.py", line (\d+)', log or "")
+    if not found:
+        return "outside your function"
+    return f"at line {int(found[-1]) - header} of your function (its `def` is line 1)"
+
+
+def _last_line(log: str) -> str:
+    lines = [ln for ln in (log or "").strip().splitlines() if ln.strip()]
+    return (lines[-1:] or ["(no output)"])[0][:200]
+
+
+def _notice_problem(runs) -> str | None:
+    """The hint for what the job did with the notice and after the restart, or None."""
+    first = runs["first"]
+    if runs["stage"] == "before" and first["codes"] == [0, 0]:
+        done = len(_run_steps(first["logs"][0]))
+        return (
+            f"both workers ended by themselves after {done} of {NOTICE_STEPS} steps, before the "
+            "notice was sent: does your function train every step not trained yet?"
+        )
+    if runs["stage"] == "before":
+        index = next((i for i in (0, 1) if first["codes"] and first["codes"][i] != 0), 0)
+        log = first["logs"][index]
+        code = first["codes"][index] if first["codes"] else None
+        return (
+            f"worker {index} stopped before the notice was sent (exit code {code}), "
+            f"{_where_in_train(log)}: {_last_line(log)}"
+        )
+    if first["codes"] is None:
+        return (
+            f"{NOTICE_END_TIMEOUT} s after worker 1 got the notice, worker(s) {first['running']} "
+            "still ran (then stopped by the check): a notice must end the job soon after a save"
+        )
+    steps = [[e["step"] for e in _run_steps(log)] for log in first["logs"]]
+    saved = runs["saved"]["chief"]
+    if first["codes"] == [0, 0] and max(steps[0], default=0) >= NOTICE_STEPS:
+        if saved is None and not runs["saved"]["anywhere"]:
+            return (
+                "after the notice both workers trained on to the end and nothing was saved: "
+                "the handler acts only where your loop gives it the chance"
+            )
+        return (
+            "a checkpoint was saved after the notice, but the workers went on training to the "
+            "end: a preempted worker is about to disappear; after its save it must exit"
+        )
+    return _exit_problem(first, steps, runs["saved"]) or _restart_problem(runs, saved)
+
+
+def _exit_problem(first, steps, saved) -> str | None:
+    codes = first["codes"]
+    if saved["chief"] is None:
+        if saved["anywhere"]:
+            return (
+                "checkpoints were written after the notice, but none in the chief's folder "
+                "(`directory`), the one a restarted job reads: worker 0 is the chief"
+            )
+        return (
+            f"no checkpoint was saved after the notice, and the workers exited with codes "
+            f"{codes}: a worker's exit comes after every worker's save, never instead of it"
+        )
+    if codes == [0, 0]:
+        return (
+            "after their save the workers exited with code 0, which whatever restarts the job "
+            "reads as 'finished': use the exit code your function is given"
+        )
+    for index, code in enumerate(codes):
+        if code != NOTICE_EXIT:
+            return (
+                f"after the notice worker {index} exited with code {code}, not the exit code "
+                f"your function is given: {_last_line(first['logs'][index])}"
+            )
+    for index, done in enumerate(steps):
+        if max(done, default=0) != saved["chief"]:
+            return (
+                f"the chief's checkpoint holds step {saved['chief']}, but worker {index}'s last "
+                f"step before it exited was {max(done, default=0)}: save the step you exit at"
+            )
+    return None
+
+
+def _restart_problem(runs, saved) -> str | None:
+    second = runs["second"]
+    if second["codes"] is None:
+        return (
+            f"the restarted job still ran {NOTICE_END_TIMEOUT} s later, worker(s) "
+            f"{second['running']} (then stopped by the check)"
+        )
+    for index, code in enumerate(second["codes"]):
+        if code != 0:
+            return (
+                f"after the restart worker {index} ended with exit code {code}: "
+                f"{_last_line(second['logs'][index])}"
+            )
+    events = [_run_steps(log) for log in second["logs"]]
+    steps = [e["step"] for e in events[0]]
+    expected = list(range(saved + 1, NOTICE_STEPS + 1))
+    if steps[:1] == [1] and saved > 0:
+        return (
+            f"the restart trained from step 1 again, though the checkpoint held step {saved}: "
+            "the steps already saved must not be done twice"
+        )
+    if steps != expected:
+        shown = f"{steps[0]}-{steps[-1]}" if steps else "none"
+        return (
+            f"the checkpoint held step {saved}, and the restart trained steps {shown} "
+            f"({len(steps)} steps) of a job of {NOTICE_STEPS}: none may be lost or done twice"
+        )
+    if any(e["trained"] != e["step"] for e in events[0]):
+        return "after the restart the optimizer's step count and the batches trained disagree"
+    if [e["loss"] for e in events[0]] != [e["loss"] for e in events[1]]:
+        return "the restarted workers' losses differ: they did not resume as one job"
+    return None
+
+
+# -- 04.7: a stalled peer ends in an error, within the collective timeout ---------------------
+STALL_TIMEOUT = 5  # s: the collective timeout make_strategy is given
+STALL_BOUND = 25  # s from the stall to worker 0's error: more is a hang
+STALL_AFTER = 3  # worker 0 has reported this many steps when worker 1 is stopped (SIGSTOP)
+
+
+@exercise("04.7")
+def a_stalled_peer_ends_in_an_error(make_strategy, program):
+    """make_strategy(timeout) -> the job's strategy; program: the exercise's worker program,
+    which imports it. Worker 1 is stopped with SIGSTOP (alive, silent: a hung machine) after a
+    few steps; worker 0 must end with the collective's timeout error within STALL_BOUND s."""
+    import tempfile
+    from pathlib import Path
+
+    from . import course_code, learner_source
+
+    source, problem = learner_source(make_strategy, "make_strategy")
+    if problem:
+        return problem
+    if course_code(make_strategy):
+        return "write the function yourself: the course's own code is not your answer"
+    with tempfile.TemporaryDirectory(prefix="tflearn-ex047-") as folder:
+        run = _stall_run(Path(folder), Path(program), source)
+    return _stall_problem(run)
+
+
+def _stall_run(folder, program, source) -> dict:
+    """Run the job, stop worker 1 after STALL_AFTER steps, wait STALL_BOUND s for worker 0;
+    what happened: the stage reached, worker 0's exit code and seconds, both outputs."""
+    import shutil
+    import signal
+    import time
+
+    from ..cluster import local
+
+    shutil.copy(program, folder / "stall_worker.py")
+    (folder / "stall_strategy.py").write_text("import tensorflow as tf\n\n\n" + source)
+    spec = local.local_cluster_spec(workers=2)
+    run = {"stage": "stalled", "code": None, "seconds": None, "steps_before": 0}
+    job = local.LocalCluster(spec, log_dir=folder / "logs", env={"CUDA_VISIBLE_DEVICES": "-1"})
+    with job:
+        job.start(folder / "stall_worker.py", ["--timeout", STALL_TIMEOUT])
+        try:
+            job.wait_until(lambda: len(_run_steps(job.logs("worker", 0))) >= STALL_AFTER,
+                           NOTICE_START_TIMEOUT, f"step {STALL_AFTER}")  # fmt: skip
+        except (TimeoutError, RuntimeError):
+            run["stage"] = "before"
+        else:
+            job.procs[("worker", 1)].send(signal.SIGSTOP)  # alive, but silent: a hung machine
+            run["steps_before"] = len(_run_steps(job.logs("worker", 0)))
+        began = time.monotonic()
+        try:
+            run["code"] = job.wait([("worker", 0)], timeout=STALL_BOUND)[("worker", 0)]
+            run["seconds"] = time.monotonic() - began
+        except TimeoutError:
+            pass
+        for i in (0, 1):  # SIGKILL: a stopped process does not act on a SIGTERM
+            if job.alive("worker", i):
+                job.kill("worker", i)
+        run["logs"] = [job.logs("worker", i) for i in (0, 1)]
+    return run
+
+
+def _stall_problem(run) -> str | None:
+    from ..programs import events
+
+    log = run["logs"][0]
+    ready = events.parse(log, "ready")
+    errors = events.parse(log, "error")
+    said = (errors[-1]["error"] + ": " + " ".join(errors[-1]["lines"][:3])) if errors else ""
+    if run["stage"] == "before":
+        if errors and "timed out" in said:
+            return (
+                "a collective timed out before any peer stalled, in a healthy step: was the "
+                f"timeout your function was given ({STALL_TIMEOUT} s) the one the strategy got?"
+            )
+        return f"worker 0 stopped before its peer stalled: {said or _last_line(log)}"[:400]
+    if ready and ready[-1]["replicas"] != 2:
+        return (
+            f"each worker's strategy had {ready[-1]['replicas']} replica(s), not one per worker "
+            "of the cluster: the two workers were not one job"
+        )
+    if len(_run_steps(log)) > run["steps_before"] + 2:
+        return (
+            "worker 0 went on training alone after its peer stalled: its strategy does not "
+            "make the two workers one synchronous job"
+        )
+    if run["code"] is None:
+        return (
+            f"worker 0 still waited for its stalled peer {STALL_BOUND} s later (then stopped by "
+            "the check): nothing bounded how long a collective waits for a peer that is alive "
+            "but silent"
+        )
+    if run["code"] == 0 or "timed out" not in said:
+        return (
+            f"worker 0 ended {run['seconds']:.0f} s after its peer stalled with exit code "
+            f"{run['code']}, {said or 'no error reported'}: not the collective's timeout"
+        )[:400]
     return None
