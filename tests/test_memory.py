@@ -162,6 +162,10 @@ def test_model_is_within_30_percent_of_a_measured_compiled_step():
     probe = result(measure(32, "small", 32, steps=1, timeout=300))
     guess = memory.one_device(memory.profile(small_cnn(32)), 32, "adam").total
     assert probe.peak and abs(guess / probe.peak - 1) <= 0.3, (guess, probe.peak)
+    # what a forward pass under a tape keeps per example: measured, and counted by the rules
+    mem = memory.profile(small_cnn(32))
+    assert probe.kept_model == mem.kept_per_example + mem.float32_copy_per_example
+    assert 0.7 <= probe.kept / probe.kept_model <= 1.6, (probe.kept, probe.kept_model)
 
 
 def test_backward_holds_output_and_input_gradients_only_where_needed():

@@ -4,9 +4,11 @@
 optimizer, runs one compiled training step (tracing), resets the allocator's statistics, runs timed
 steps and reports a "result" event: the peak bytes ``tf.config.experimental.get_memory_info``
 saw during a step, the step times, and the memory model's prediction (``memory.one_device``,
-lesson 00) for the very network it built. On the CPU the allocator reports only when
-``TF_CPU_ALLOCATOR_USE_BFC=true`` was set before TensorFlow loaded, so ``measure`` starts
-each run as a child process with it (a fresh process also starts from a clean allocator).
+lesson 00) for the very network it built, and the bytes per example a forward pass under a
+tape keeps for the backward pass, measured and counted by the model's rules. On the CPU the
+allocator reports only when ``TF_CPU_ALLOCATOR_USE_BFC=true`` was set before TensorFlow
+loaded, so ``measure`` starts each run as a child process with it (a fresh process also starts
+from a clean allocator).
 Lesson 00 writes the same program in one of its cells. ``sweep`` measures many settings
 under one deadline (lesson 02): rounds of one child per core, each round's cost predicted
 from the first one's, and a child still running at the deadline stopped ("too slow here").
@@ -36,6 +38,8 @@ class Probe:
     peak: int | None
     step_seconds: tuple[float, ...]
     predicted: memory.Footprint
+    kept: float | None = None  # measured bytes per example kept for the backward pass
+    kept_model: int | None = None  # the same, counted by the memory model's rules
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,8 @@ def run_here(model: str, image_size: int, batch: int, policy: str, optimizer: st
 
     keras.mixed_precision.set_global_policy(policy)
     net = named(model, image_size)
-    predicted = memory.one_device(memory.profile(net), batch, optimizer)  # shapes only
+    mem = memory.profile(net)  # shapes only
+    predicted = memory.one_device(mem, batch, optimizer)
     opt = keras.optimizers.get(optimizer)
     opt.build(net.trainable_variables)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -84,7 +89,29 @@ def run_here(model: str, image_size: int, batch: int, policy: str, optimizer: st
         device = None  # this allocator keeps no statistics
     timing = time_steps(lambda: step(x, y).numpy(), steps=steps, warmup=0)
     peak = tf.config.experimental.get_memory_info(device)["peak"] if device else None
-    return Probe(peak, timing.samples, predicted)
+    kept = _kept_per_example(net, x, device) if device else None
+    kept_model = mem.kept_per_example + mem.float32_copy_per_example
+    return Probe(peak, timing.samples, predicted, kept, kept_model)
+
+
+def _kept_per_example(net, x, device: str) -> float:
+    """Bytes per example that a traced forward pass under a tape leaves in use for the backward
+    pass, measured at the batch and at three times it: the difference per example leaves out
+    what does not grow with the batch (the 16-bit copies of the weights, for one)."""
+    import tensorflow as tf
+
+    forward = tf.function(lambda images: net(images, training=True))
+    info, held = tf.config.experimental.get_memory_info, {}
+    for part in (x, tf.concat([x] * 3, axis=0)):
+        n = len(part)
+        for _ in range(2):  # the first call at a shape traces it and builds its backward pass
+            before = info(device)["current"]
+            with tf.GradientTape():
+                out = forward(part)
+                held[n] = info(device)["current"] - before
+            del out
+    (small, a), (large, b) = sorted(held.items())
+    return (b - a) / (large - small)
 
 
 def measure(
@@ -114,7 +141,9 @@ def measure(
 def result(proc: processes.Child) -> Probe:
     """Wait for a child started by :func:`measure` and read its measurement."""
     data, _ = events.result(proc, proc.timeout, "memory probe")
-    return Probe(data["peak"], tuple(data["step_seconds"]), memory.Footprint(**data["predicted"]))
+    footprint = memory.Footprint(**data["predicted"])
+    kept = data.get("kept"), data.get("kept_model")
+    return Probe(data["peak"], tuple(data["step_seconds"]), footprint, *kept)
 
 
 def sweep(
@@ -198,6 +227,7 @@ def main(argv=None) -> int:
         args.model, args.image_size, args.batch, args.policy, args.optimizer, args.steps
     )
     value = {"peak": probe.peak, "step_seconds": list(probe.step_seconds)}
+    value |= {"kept": probe.kept, "kept_model": probe.kept_model}
     events.emit("result", value=value | {"predicted": asdict(probe.predicted)})
     return 0
 
