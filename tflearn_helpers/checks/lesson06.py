@@ -253,7 +253,7 @@ def _sums_by_effect(forward, x) -> dict:
                 made[t.name] = frozenset().union(
                     *(origin(i) for i in t.op.inputs if i.name in value)
                 )
-            elif t.op.type == "Const" or not t.op.device:
+            elif t.op.type in ("Const", "Placeholder") or not t.op.device:  # an input
                 made[t.name] = frozenset()
             else:
                 made[t.name] = frozenset({short_device(t.op.device)})
