@@ -105,9 +105,13 @@ import tensorflow as tf
 from tflearn_helpers.checks import _evaluate
 
 
-def tp(same_device=False, reduce=True, whole=False, placed=True, to_one=False, plain=False):
+def tp(
+    same_device=False, reduce=True, whole=False, placed=True, to_one=False, plain=False,
+    stopped=False, to_last=False,
+):
     # the solution, and wrong answers: pieces on one device, no sum, whole matrices, products
-    # on one device, a reduce to one device copied to the others, no custom gradient
+    # on one device, a reduce to one device copied to the others, no custom gradient; right:
+    # no custom gradient, each device adding the others' parts with their gradient stopped
     def make(w1, b1, w2, b2, devices):
         n = len(devices)
         pieces, shards = [], []
@@ -119,16 +123,19 @@ def tp(same_device=False, reduce=True, whole=False, placed=True, to_one=False, p
             pieces.extend(shard)
 
         def sums_of(partial):
-            if to_one:
-                with tf.device(devices[0]):
+            if to_one or to_last:
+                with tf.device(devices[-1 if to_last else 0]):
                     total = tf.add_n(partial)
             out = []
             for i, d in enumerate(devices):
                 with tf.device(d):
                     if not reduce:
                         out.append(tf.identity(partial[i]))
+                    elif stopped:
+                        mine = [p if j == i else tf.stop_gradient(p) for j, p in enumerate(partial)]
+                        out.append(tf.add_n(mine))
                     else:
-                        out.append(tf.identity(total) if to_one else tf.add_n(partial))
+                        out.append(tf.identity(total) if to_one or to_last else tf.add_n(partial))
             return out
 
         @tf.custom_gradient
@@ -170,6 +177,10 @@ to_one = _evaluate("06.2", tp(to_one=True), course.devices)
 assert not to_one.ok and "reduce to one device" in to_one.message, to_one
 plain = _evaluate("06.2", tp(plain=True), course.devices)
 assert not plain.ok and "2x" in plain.message, plain
+to_last = _evaluate("06.2", tp(to_last=True), course.devices)  # b2 lives on no device
+assert not to_last.ok and "ran on ['CPU:0']" in to_last.message, to_last
+stopped = _evaluate("06.2", tp(plain=True, stopped=True), course.devices)
+assert stopped.ok, stopped.message  # each sum's inputs pass through StopGradient there
 print("ok")
 """
 

@@ -1,6 +1,7 @@
 """Exercise checks 08: right answers pass, wrong ones get a hint without the answer."""
 
 import json
+import math
 
 import tensorflow as tf
 
@@ -246,8 +247,32 @@ def test_08_5_the_loss_is_read_in_step_order_from_every_worker():
     in global-step order."""
     from tflearn_helpers.checks import lesson08
 
-    falling = [(s, 4.0 / (1 + s)) for s in range(1, 31)]
+    falling = [(s, 4.0 * 0.65**s) for s in range(1, 31)]  # as learning rate 0.1 makes it
     assert lesson08._judge_sync(_sync_outcome(falling[:3], falling[3:]), 30, 60) is None
     flat = [(s, 4.0) for s in range(1, 31)]
     hint = lesson08._judge_sync(_sync_outcome(flat[::2], flat[1::2]), 30, 60)
     assert hint and "did not fall" in hint
+
+
+def test_08_5_judges_the_step_each_update_takes_and_the_tokens_handed_out():
+    """Measured on the local cluster (2 workers, 30 updates): log(loss) falls 0.42-0.43 per
+    update at learning rate 0.1, 0.20 with the loss divided by the workers; the runs are 62
+    with one chief, 64 when both workers' hooks act as the chief."""
+    from tflearn_helpers.checks import lesson08
+
+    def pairs(shrink, runs=60):  # runs spread over updates 1..30, two per update
+        return [(1 + k // 2, 4.0 * shrink ** (1 + k // 2)) for k in range(runs)]
+
+    right = pairs(math.exp(-0.43))
+    assert lesson08._judge_sync(_sync_outcome(right[:31], right[31:]), 30, 60) is None
+    halved = pairs(math.exp(-0.20))
+    hint = lesson08._judge_sync(_sync_outcome(halved[:31], halved[31:]), 30, 60)
+    assert hint and "learning rate of 0.048" in hint, hint
+    doubled = pairs(math.exp(-0.95))
+    hint = lesson08._judge_sync(_sync_outcome(doubled[:31], doubled[31:]), 30, 60)
+    assert hint and "learning rate of 0.2" in hint, hint
+    two_chiefs = [(1, 4.0)] * 4 + right  # each hook's first 2 tokens: 64 runs
+    hint = lesson08._judge_sync(_sync_outcome(two_chiefs[:33], two_chiefs[33:]), 30, 60)
+    assert hint and "64 times for 30 updates" in hint, hint
+    one_chief = [(1, 4.0)] * 2 + right  # 62 runs
+    assert lesson08._judge_sync(_sync_outcome(one_chief[:31], one_chief[31:]), 30, 60) is None

@@ -147,6 +147,12 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "large = sizes <= 64_000",
         ),
         ("the rate in megabytes", "8 * rate / 1e6", "rate / 1e6"),
+        ("the rate in binary megabits", "8 * rate / 1e6", "8 * rate / 1024**2"),
+        (
+            "the prediction from the bytes alone",
+            "alpha + beta * beyond",
+            "beta * beyond",
+        ),
         ("the rate from beta alone", "rate = 2 * (workers - 1) / beta", "rate = 1 / beta"),
         (
             "the rate of one link per worker",
@@ -213,6 +219,14 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
             "    beta = np.polyfit(sizes[large], seconds[large], 1)[0]\n",
             "    s, t = sizes[large], seconds[large]\n"
             "    beta = np.sum((s - s.mean()) * (t - t.mean())) / np.sum((s - s.mean()) ** 2)\n",
+        ),
+        (
+            "the points sorted by size, the slope fitted on sizes in megabytes and scaled back",
+            "    beta = np.polyfit(sizes[large], seconds[large], 1)[0]\n",
+            "    order = np.argsort(sizes)\n"
+            "    sizes, seconds = sizes[order], seconds[order]\n"
+            "    large = sizes > 64_000\n"
+            "    beta = np.polyfit(sizes[large] / 1e6, seconds[large], 1)[0] / 1e6\n",
         ),
         (
             "the rate in bits per second first",

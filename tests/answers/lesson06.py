@@ -96,6 +96,13 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "                sums.append(tf.identity(total))\n",
         ),
         (
+            "a reduce to one device, its sum moved by a stop_gradient plus zeros",
+            "                sums.append(tf.add_n(partial))\n",
+            "                with tf.device(devices[0]):\n"
+            "                    total = tf.add_n(partial)  # reduced on one device\n"
+            "                sums.append(tf.stop_gradient(total) + tf.zeros_like(partial[0]))\n",
+        ),
+        (
             "no custom gradient: every device's loss reaches every piece",
             "    @tf.custom_gradient\n    def all_reduce(*partial):",
             "    def all_reduce(*partial):\n"
@@ -207,6 +214,43 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
             "each device's sum with Python's sum",
             "sums.append(tf.add_n(partial))",
             "sums.append(sum(partial[1:], partial[0]))",
+        ),
+        (
+            "no custom gradient: the others' parts stacked with their gradient stopped",
+            "    @tf.custom_gradient\n"
+            "    def all_reduce(*partial):  # g: every device adds all the parts itself; "
+            "backward: identity\n"
+            "        sums = []\n"
+            "        for d in devices:\n"
+            "            with tf.device(d):\n"
+            "                sums.append(tf.add_n(partial))\n"
+            "        return sums, lambda *dys: list(dys)\n",
+            "    def all_reduce(*partial):  # device i: only its own part carries a gradient\n"
+            "        sums = []\n"
+            "        for i, d in enumerate(devices):\n"
+            "            with tf.device(d):\n"
+            "                parts = [p if j == i else tf.identity(tf.stop_gradient(p))\n"
+            "                         for j, p in enumerate(partial)]\n"
+            "                sums.append(tf.reduce_sum(tf.stack(parts), axis=0))\n"
+            "        return sums\n",
+        ),
+        (
+            "no custom gradient: the whole sum stopped, the own part's gradient added back",
+            "    @tf.custom_gradient\n"
+            "    def all_reduce(*partial):  # g: every device adds all the parts itself; "
+            "backward: identity\n"
+            "        sums = []\n"
+            "        for d in devices:\n"
+            "            with tf.device(d):\n"
+            "                sums.append(tf.add_n(partial))\n"
+            "        return sums, lambda *dys: list(dys)\n",
+            "    def all_reduce(*partial):\n"
+            "        sums = []\n"
+            "        for mine, d in zip(partial, devices, strict=True):\n"
+            "            with tf.device(d):\n"
+            "                whole = tf.stop_gradient(tf.add_n(partial))\n"
+            "                sums.append(whole + (mine - tf.stop_gradient(mine)))\n"
+            "        return sums\n",
         ),
         (
             "the identity backward as copies",

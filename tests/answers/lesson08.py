@@ -117,6 +117,21 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "    return loss, train_op, []\n",
         ),
         ("one gradient per update", "replicas_to_aggregate=workers,", "replicas_to_aggregate=1,"),
+        (
+            "every worker's hook acting as the chief",
+            "make_session_run_hook(is_chief=task == 0)",
+            "make_session_run_hook(is_chief=True)",
+        ),
+        (
+            "the learning rate shared out among the workers",
+            "GradientDescentOptimizer(0.1)",
+            "GradientDescentOptimizer(0.1 / workers)",
+        ),
+        (
+            "the workers' gradients added up, not averaged: the loss times the workers",
+            "        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))\n",
+            "        loss = workers * tf.reduce_mean(tf.square(tf.matmul(x, w) - y))\n",
+        ),
         ("no device setter", "    with v1.device(setter):\n", "    if True:\n"),
         (
             "no global step",
@@ -217,6 +232,11 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
         ("formatted", 'answer = ["ps:0", "ps:1", "ps:2"][3 % 3]', 'answer = f"ps:{3 % 3}"'),
     ],
     "08.5": [
+        (
+            "the hook's first tokens given explicitly, one per worker",
+            "make_session_run_hook(is_chief=task == 0)",
+            "make_session_run_hook(task == 0, num_tokens=workers)",
+        ),
         (
             "v1.losses, the workers counted from the cluster, the total left to its default",
             "        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))\n" + _SYNC,

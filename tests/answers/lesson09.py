@@ -56,6 +56,16 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "return strategy.run(replica_step, args=next(iterator))",
             "return replica_step(*next(iterator))",
         ),
+        (
+            "a fresh iterator each step over a shuffled pipeline: only its start is ever read",
+            "    losses = [coordinator.schedule(train_step, args=(iterator,)) "
+            "for _ in range(steps)]\n",
+            "    mixed = coordinator.create_per_worker_dataset(\n"
+            "        lambda: examples().shuffle(80).repeat().batch(32)\n"
+            "    )\n"
+            "    losses = [coordinator.schedule(train_step, args=(iter(mixed),)) "
+            "for _ in range(steps)]\n",
+        ),
         ("one step too few", "for _ in range(steps)]", "for _ in range(steps - 1)]"),
         ("one step too many", "for _ in range(steps)]", "for _ in range(steps + 1)]"),
         ("no @tf.function", "    @tf.function\n", ""),
@@ -142,6 +152,11 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
             "shuffled, batched before the repeat, prefetched",
             "examples().repeat().batch(32)",
             "examples().shuffle(1024).batch(32).repeat().prefetch(tf.data.AUTOTUNE)",
+        ),
+        (
+            "repeated, then shuffled across epochs (batches nearly drawn with replacement)",
+            "examples().repeat().batch(32)",
+            "examples().repeat().shuffle(500).batch(32)",
         ),
         (
             "Keras' mean squared error, the model called without training=True",

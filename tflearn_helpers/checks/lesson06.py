@@ -198,13 +198,13 @@ def _mlp_problem(w1, b1, w2, b2, x, pieces, forward, devices):
 
 
 def _sums_problem(forward, x, devices):
-    """A hint unless each device adds the partial outputs itself (an all-reduce), read from
-    the traced graph: the ops that combine values made on two or more devices, and where."""
-    import tensorflow as tf
-
-    graph = tf.function(getattr(forward, "python_function", forward)).get_concrete_function(x)
-    outputs = [t for t in graph.outputs]
-    summed = set(_sums_per_device(_ancestors(outputs)))
+    """A hint unless each device adds the partial outputs itself (an all-reduce), judged by
+    effect on the traced graph run once: a sum is an op that computes a new value from values
+    made on two or more devices, and runs where it is placed. A value is made where the last
+    op that changed it ran: an op whose output equals one of its inputs (a copy, a
+    stop_gradient, a reshape, adding zero) only moves it; a concatenation or a stack joins
+    values and keeps where each was made."""
+    summed = set(_sums_by_effect(forward, x))
     missing = sorted({short_device(d) for d in devices} - summed)
     if missing:
         return (
@@ -212,6 +212,63 @@ def _sums_problem(forward, x, devices):
             "copies of its result is not an all-reduce; each device should add the parts itself"
         )
     return None
+
+
+def _sums_by_effect(forward, x) -> dict:
+    """Per device, the values of the sums ``forward(x)`` computes there (see _sums_problem):
+    ``forward`` is traced once with every floating-point value it computes as an output, and
+    run, so that what each op did is read from the values themselves."""
+    import tensorflow as tf
+
+    fn, kept = getattr(forward, "python_function", forward), []
+
+    @tf.function
+    def traced(x):
+        outputs = tf.nest.flatten(fn(x))
+        kept[:] = [t for op in _ancestors(outputs) for t in op.outputs if t.dtype.is_floating]
+        return kept
+
+    values = traced(x)  # traces (filling kept), then runs
+    value = {t.name: np.asarray(v) for t, v in zip(kept, values, strict=True)}
+    known = {t.name: t for t in kept}
+    made: dict[str, frozenset] = {}
+
+    def moved_from(t):  # the input whose values this output only carries on, if any
+        inputs = [i for i in t.op.inputs if i.name in value]
+        if t.op.type == "IdentityN" and t.value_index < len(t.op.inputs):
+            inputs.insert(0, t.op.inputs[t.value_index])
+        out = value[t.name]
+        return next(
+            (i for i in inputs if i.name in value and value[i.name].size == out.size
+             and np.array_equal(value[i.name].ravel(), out.ravel())),
+            None,
+        )  # fmt: skip
+
+    def origin(t) -> frozenset:  # the devices where the values of t were made
+        if t.name not in made:
+            source = moved_from(t)
+            if source is not None:
+                made[t.name] = origin(source)
+            elif t.op.type in _MOVES:  # a join: each part keeps where it was made
+                made[t.name] = frozenset().union(
+                    *(origin(i) for i in t.op.inputs if i.name in value)
+                )
+            elif t.op.type in ("Const", "Placeholder") or not t.op.device:  # an input
+                made[t.name] = frozenset()
+            else:
+                made[t.name] = frozenset({short_device(t.op.device)})
+        return made[t.name]
+
+    sums: dict[str, int] = {}
+    for op in {known[name].op for name in value}:
+        new = [t for t in op.outputs if t.name in value and moved_from(t) is None]
+        if not new or op.type in _MOVES:
+            continue
+        sources = frozenset().union(*(origin(i) for i in op.inputs if i.name in value))
+        if len(sources) > 1:
+            where = short_device(op.device)
+            sums[where] = sums.get(where, 0) + max(map(_size, new))
+    return sums
 
 
 def _products_problem(forward, x, devices, hidden: int):

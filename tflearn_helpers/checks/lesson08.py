@@ -11,6 +11,8 @@ import random
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from ..cluster import tf_config
 from . import cell_course_calls, course_calls, exercise, learner_source
 
@@ -322,6 +324,54 @@ def _judge_sync(outcome: dict, steps: int, timeout: float):
     losses = [ln["loss"] for ln in sorted(done, key=lambda ln: ln["after"])]
     if not sum(losses[-3:]) < 0.5 * sum(losses[:3]):
         return "the loss did not fall: does train_op minimize the loss you return?"
+    return _tokens_problem(len(done), reached, workers=len(outcome["lines"])) or _step_problem(
+        done, workers=len(outcome["lines"])
+    )
+
+
+def _tokens_problem(runs: int, updates: int, workers: int):
+    """Each run of a worker's train_op takes one token from the queue on the ps; the chief
+    hands out ``workers`` tokens when its session starts and ``workers`` more after each
+    update. So a job of one chief makes at most workers * (updates + 1) runs (62 for 30 updates
+    of 2 workers, in every run measured); a worker whose hook also acts as the chief hands out
+    its own first tokens (64), and its runs read weights an update old, whose gradients are
+    dropped."""
+    if runs > workers * (updates + 1):
+        return (
+            f"your {workers} workers ran their train_op {runs} times for {updates} updates: one "
+            f"chief hands out tokens for {workers * (updates + 1)} at most. Does more than one "
+            "worker act as the chief of the synchronous optimizer's hook?"
+        )
+    return None
+
+
+# 08.5's updates, plain gradient descent at learning rate 0.1 on the mean of one 32-example
+# gradient of the mean squared error from each of 2 workers: the loss (0 at the weights that
+# made y) falls by E|I - 2 lr H|^2 = 1 - 4 lr + 4 lr^2 (1 + (d + 1) / B) per update (H the
+# inputs' covariance over the update's B = 64 examples of d = 10 features, a Wishart matrix):
+# 0.647 at lr 0.1 (measured: the log of the loss falls 0.42-0.43 per global step in 5 runs,
+# 0.435 expected); 0.81 at lr 0.05 (measured 0.20, with the loss divided by the 2 workers).
+_SPREAD = 1 + 11 / 64
+
+
+def _step_problem(done: list[dict], workers: int):
+    """A hint unless the loss fell, per global step, as updates of learning rate 0.1 on the
+    workers' mean gradient make it fall: the learning rate that would make it fall as fast,
+    read from a line through log(loss) against the global step, is 0.075 to 0.135."""
+    after = np.array([ln["after"] for ln in done], float)
+    logs = np.log(np.maximum([ln["loss"] for ln in done], 1e-30))
+    if len(set(after)) < 2:
+        return None
+    shrink = float(np.exp(np.polyfit(after, logs, 1)[0]))  # the loss's factor per update
+    root = max(0.0, 1 - _SPREAD * (1 - shrink))  # (0: as fast as any learning rate makes it)
+    rate = (1 - np.sqrt(root)) / (2 * _SPREAD)
+    if not 0.075 <= rate <= 0.135:
+        return (
+            f"the loss fell by a factor of {1 / shrink:.2f} per update, as plain gradient "
+            f"descent with a learning rate of {rate:.2g} on the mean of the {workers} workers' "
+            "gradients makes it fall, not 0.1: is each update's step what the exercise asks "
+            "(the mean squared error's gradient, averaged over the workers, unscaled)?"
+        )
     return None
 
 
