@@ -81,8 +81,14 @@ def test_04_5_refuses_restores_that_miss_the_newest_or_fail_on_a_fresh_start():
     def oldest(checkpoint, directory):
         import tensorflow as tf
 
-        if tf.train.latest_checkpoint(directory):  # a fresh start is handled; the rest is not
-            checkpoint.restore(os.path.join(directory, "ckpt-1"))
+        state = tf.train.get_checkpoint_state(directory)
+        if state:  # a fresh start is handled; the rest is not
+            checkpoint.restore(state.all_model_checkpoint_paths[0])
+
+    def last_name(checkpoint, directory):  # ckpt-9 sorts after ckpt-12
+        names = sorted(n[: -len(".index")] for n in os.listdir(directory) if n.endswith(".index"))
+        if names:
+            checkpoint.restore(os.path.join(directory, names[-1]))
 
     def raises_when_empty(checkpoint, directory):
         import tensorflow as tf
@@ -92,6 +98,7 @@ def test_04_5_refuses_restores_that_miss_the_newest_or_fail_on_a_fresh_start():
     nothing_restored = _verdict(restore=lambda c, d: nothing(c, d))
     assert "restored nothing" in nothing_restored.message
     assert "older checkpoint" in _verdict(restore=oldest).message
+    assert "older checkpoint" in _verdict(restore=last_name).message
     assert "fresh start" in _verdict(restore=raises_when_empty).message
 
 

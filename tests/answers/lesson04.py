@@ -99,6 +99,12 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "    checkpoint.restore(state.all_model_checkpoint_paths[0] if state else None)",
         ),
         (
+            "the newest taken as the last file name in sorted order",
+            _RESTORE,
+            "names = sorted(tf.io.gfile.glob(os.path.join(directory, 'ckpt-*.index')))\n"
+            "    checkpoint.restore(names[-1][: -len('.index')] if names else None)",
+        ),
+        (
             "a restore that insists on a checkpoint",
             _RESTORE,
             _RESTORE + ".assert_consumed()",
