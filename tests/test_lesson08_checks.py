@@ -254,10 +254,9 @@ def test_08_5_the_loss_is_read_in_step_order_from_every_worker():
     assert hint and "did not fall" in hint
 
 
-def test_08_5_judges_the_step_each_update_takes_and_the_tokens_handed_out():
+def test_08_5_judges_the_step_each_update_takes():
     """Measured on the local cluster (2 workers, 30 updates): log(loss) falls 0.42-0.43 per
-    update at learning rate 0.1, 0.20 with the loss divided by the workers; the runs are 62
-    with one chief, 64 when both workers' hooks act as the chief."""
+    update at learning rate 0.1, 0.20 with the loss divided by the workers."""
     from tflearn_helpers.checks import lesson08
 
     def pairs(shrink, runs=60):  # runs spread over updates 1..30, two per update
@@ -271,8 +270,3 @@ def test_08_5_judges_the_step_each_update_takes_and_the_tokens_handed_out():
     doubled = pairs(math.exp(-0.95))
     hint = lesson08._judge_sync(_sync_outcome(doubled[:31], doubled[31:]), 30, 60)
     assert hint and "learning rate of 0.2" in hint, hint
-    two_chiefs = [(1, 4.0)] * 4 + right  # each hook's first 2 tokens: 64 runs
-    hint = lesson08._judge_sync(_sync_outcome(two_chiefs[:33], two_chiefs[33:]), 30, 60)
-    assert hint and "64 times for 30 updates" in hint, hint
-    one_chief = [(1, 4.0)] * 2 + right  # 62 runs
-    assert lesson08._judge_sync(_sync_outcome(one_chief[:31], one_chief[31:]), 30, 60) is None
