@@ -228,19 +228,9 @@ def saves_exits_and_resumes_on_a_notice(train, program):
     loop; program: the exercise's worker program, which imports it. The job runs as lesson 04
     runs its jobs (``LocalCluster``); worker 1 gets a real SIGTERM after a few steps; the job
     must save and exit, and a restart must train every remaining step once."""
-    import tempfile
-    from pathlib import Path
-
-    from . import course_code, learner_source
-
-    source, problem = learner_source(train, "train")
-    if problem:
-        return problem
-    if course_code(train):
-        return "write the loop yourself: the course's own code is not your answer"
-    with tempfile.TemporaryDirectory(prefix="tflearn-ex046-") as folder:
-        runs = _notice_runs(Path(folder), Path(program), source)
-    return _notice_problem(runs)
+    return _run_learner_job(
+        train, ("train", "the loop"), program, "046", _notice_runs, _notice_problem
+    )
 
 
 def _notice_runs(folder, program, source) -> dict:
@@ -447,19 +437,27 @@ def a_stalled_peer_ends_in_an_error(make_strategy, program):
     """make_strategy(timeout) -> the job's strategy; program: the exercise's worker program,
     which imports it. Worker 1 is stopped with SIGSTOP (alive, silent: a hung machine) after a
     few steps; worker 0 must end with the collective's timeout error within STALL_BOUND s."""
+    return _run_learner_job(
+        make_strategy, ("make_strategy", "the function"), program, "047", _stall_run, _stall_problem
+    )
+
+
+def _run_learner_job(answer, names, program, tag, run, judge) -> str | None:
+    """The learner's function (``names``: its name, what to call it) run as a job in a
+    fresh folder by ``run(folder, program, source)``; ``judge`` says what went wrong."""
     import tempfile
     from pathlib import Path
 
     from . import course_code, learner_source
 
-    source, problem = learner_source(make_strategy, "make_strategy")
+    name, what = names
+    source, problem = learner_source(answer, name)
     if problem:
         return problem
-    if course_code(make_strategy):
-        return "write the function yourself: the course's own code is not your answer"
-    with tempfile.TemporaryDirectory(prefix="tflearn-ex047-") as folder:
-        run = _stall_run(Path(folder), Path(program), source)
-    return _stall_problem(run)
+    if course_code(answer):
+        return f"write {what} yourself: the course's own code is not your answer"
+    with tempfile.TemporaryDirectory(prefix=f"tflearn-ex{tag}-") as folder:
+        return judge(run(Path(folder), Path(program), source))
 
 
 def _stall_run(folder, program, source) -> dict:
