@@ -312,3 +312,79 @@ def test_04_7_waits_for_a_stub():
     def make_strategy(timeout): ...
 
     assert _evaluate("04.7", make_strategy, "worker.py").status == NOT_ATTEMPTED
+
+
+# -- 04.8: Keras fit resumes from its backup --------------------------------------------------
+def _fit_seen(start_step=None, made=("/b",), epochs=(1, 2), iterations=None, left=(), **changes):
+    """What the check's callback saw in the two calls: the second began from the weights of
+    the first call's ``start_step`` (None: the fresh model's)."""
+    import numpy as np
+
+    from tflearn_helpers.checks import lesson04
+
+    weights = [np.full(5, float(s)) for s in range(1, lesson04.BACKUP_STOP + 1)]
+    first = {"began": True, "raised": "interrupted", "weights": weights, "made": list(made)}
+    initial = np.full(5, -1.0)
+    start = initial if start_step is None else weights[start_step - 1]
+    second = {"began": True, "raised": None, "initial": initial, "start": start}
+    second.update(epochs=list(epochs), made=list(made), left=list(left), folder_at_start=["f"])
+    second["iterations"] = start_step if iterations is None else iterations
+    second.update(changes)
+    return first, second
+
+
+def test_04_8_a_resume_from_the_newest_backup_passes():
+    from tflearn_helpers.checks import lesson04
+
+    first, second = _fit_seen(start_step=lesson04.BACKUP_NEWEST)
+    assert lesson04._run_problem(first, "first") is None
+    assert lesson04._run_problem(second, "second") is None
+    assert lesson04._resume_problem(first, second, ["b/latest.weights.h5"], "/b") is None
+
+
+def test_04_8_tells_apart_why_a_restart_started_over():
+    from tflearn_helpers.checks import lesson04
+
+    def said(left, **seen):
+        return lesson04._resume_problem(*_fit_seen(**seen), left, "/b")
+
+    assert "needs a callback" in said([], made=())
+    assert "saving is half" in said(["b/ckpt.weights.h5"], made=())
+    assert "different folders" in said(["b/tmp/x"], made=("/b/tmp",))
+    assert "among the callbacks fit runs" in said([])
+    assert "gone" in said(["b/x"], folder_at_start=[])
+    for hint in (said([], made=()), said([])):  # the answer's call is never named
+        assert "BackupAndRestore(" not in hint and "save_freq" not in hint
+
+
+def test_04_8_reads_which_backup_the_restart_resumed_from_and_what_it_left():
+    from tflearn_helpers.checks import lesson04
+
+    newest = lesson04.BACKUP_NEWEST
+
+    def said(**seen):
+        return lesson04._resume_problem(*_fit_seen(**seen), ["b/x"], "/b")
+
+    assert "end of epoch 1" in said(start_step=lesson04.BACKUP_BATCHES)
+    assert f"from step {lesson04.BACKUP_STOP}" in said(start_step=lesson04.BACKUP_STOP)
+    assert "optimizer" in said(start_step=newest, iterations=0)
+    assert "skips the epochs done" in said(start_step=newest, epochs=(0, 1, 2))
+    assert "still in `backup_dir`" in said(start_step=newest, left=["b/latest.weights.h5"])
+
+
+def test_04_8_names_callbacks_not_run_and_an_interruption_swallowed():
+    from tflearn_helpers.checks import lesson04
+
+    first, _ = _fit_seen()
+    assert "callbacks your function is given" in lesson04._run_problem(
+        {**first, "began": False, "raised": None}, "first"
+    )
+    assert "caught the interruption" in lesson04._run_problem({**first, "raised": None}, "first")
+    said = lesson04._run_problem({**first, "raised": "ValueError: no"}, "first")
+    assert "raised ValueError" in said
+
+
+def test_04_8_waits_for_a_stub():
+    def train(model, dataset, epochs, backup_dir, save_every, callbacks): ...
+
+    assert _evaluate("04.8", train).status == NOT_ATTEMPTED

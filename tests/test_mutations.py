@@ -86,6 +86,7 @@ SECRETS = {
     "02.4": ["compute_average_loss"],
     "03.2": ["M >= 27", "M ≥ 27", "27 micro-batches"],
     "04.4": ['"index": index', "json.dumps("],
+    "04.8": ["save_freq=", "delete_checkpoint", "BackupAndRestore("],
     "05.1": ["tf.split(", "tf.concat("],
     "05.2": ["tf.cast(", "tf.bfloat16)"],
     "06.1": ["merge_call(", "reduce_to(", "experimental_local_results("],

@@ -42,6 +42,10 @@ _PRE_NOTICE = """    notice = threading.Event()
 
 _STALL_STRATEGY = "tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)"
 
+_BACKUP = "keras.callbacks.BackupAndRestore(backup_dir, save_freq=save_every)"
+_FIT = "model.fit(dataset, epochs=epochs, callbacks=[backup, *callbacks], verbose=0)"
+_BACKUP_AND_FIT = f"    backup = {_BACKUP}\n    {_FIT}"
+
 # Wrong answers derived from the solution (solutions/04_multi_worker.ipynb), one plausible
 # mistake each: exercise -> [(name, text of the solution cell, what replaces it)].
 # tests/test_mutations.py applies each to the solution cell and expects "wrong". 04.4's cell
@@ -164,6 +168,45 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "tf.distribute.MirroredStrategy()",
         ),
     ],
+    "04.8": [
+        (
+            "no backup callback",
+            _BACKUP_AND_FIT,
+            "    model.fit(dataset, epochs=epochs, callbacks=callbacks, verbose=0)",
+        ),
+        (
+            "a fresh folder for each call",
+            "BackupAndRestore(backup_dir,",
+            "BackupAndRestore(tempfile.mkdtemp(dir=backup_dir),",
+        ),
+        (
+            "ModelCheckpoint, which saves but never restores",
+            _BACKUP,
+            'keras.callbacks.ModelCheckpoint(os.path.join(backup_dir, "latest.weights.h5"), '
+            "save_weights_only=True, save_freq=save_every)",
+        ),
+        ("the callback created but not given to fit", "[backup, *callbacks]", "callbacks"),
+        ("the caller's callbacks left out", "[backup, *callbacks]", "[backup]"),
+        (
+            "the backup folder emptied at every call",
+            "    backup = ",
+            "    shutil.rmtree(backup_dir, ignore_errors=True)  # a clean folder for each run\n"
+            "    backup = ",
+        ),
+        ("a backup once an epoch", "save_freq=save_every", 'save_freq="epoch"'),
+        ("a backup every step", "save_freq=save_every", "save_freq=1"),
+        (
+            "the backup kept after training finished",
+            "save_freq=save_every)",
+            "save_freq=save_every, delete_checkpoint=False)",
+        ),
+        (
+            "the interruption caught",
+            f"    {_FIT}",
+            f"    try:\n        {_FIT}\n    except Exception as err:\n"
+            '        print("training stopped:", err)',
+        ),
+    ],
 }
 
 # Right answers written differently from the solution, as a learner allowed by the exercise's
@@ -260,6 +303,28 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
             """    opts = tf.distribute.experimental.CommunicationOptions(timeout_seconds=timeout)
     strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=opts)
     return strategy""",
+        ),
+    ],
+    "04.8": [
+        (
+            "tf.keras's name, keyword arguments, the backup after the caller's callbacks",
+            _BACKUP_AND_FIT,
+            "    backup = tf.keras.callbacks.BackupAndRestore(\n"
+            "        backup_dir=backup_dir, save_freq=save_every, delete_checkpoint=True\n    )\n"
+            "    model.fit(dataset, epochs=epochs, callbacks=list(callbacks) + [backup], "
+            "verbose=0)",
+        ),
+        (
+            "a pathlib folder, the steps as an int, two backups kept",
+            _BACKUP,
+            "keras.callbacks.BackupAndRestore(\n"
+            "        Path(backup_dir), save_freq=int(save_every), double_checkpoint=True\n    )",
+        ),
+        (
+            "the list built first, fit's progress bar, its History returned",
+            _BACKUP_AND_FIT,
+            f"    mine = [{_BACKUP}]\n    mine.extend(callbacks)\n"
+            "    return model.fit(dataset, epochs=epochs, callbacks=mine)",
         ),
     ],
 }

@@ -1,10 +1,12 @@
 """Checks for lesson 04's exercises: a multi-worker job's TF_CONFIGs, a worker that resumes
-after a kill, and a job that answers a preemption notice (save, exit, resume) (the other
+after a kill, a job that answers a preemption notice (save, exit, resume), a stalled peer that
+ends in an error, and Keras ``fit`` that resumes from its ``BackupAndRestore`` backup (the other
 strategies of one machine are lesson 01's, checks 01.7-01.9)."""
 
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 from . import before_running, exercise, watching
 
@@ -533,3 +535,241 @@ def _stall_problem(run) -> str | None:
             f"{run['code']}, {said or 'no error reported'}: not the collective's timeout"
         )[:400]
     return None
+
+
+# -- 04.8: Keras fit resumes from its BackupAndRestore backup --------------------------------
+BACKUP_EPOCHS = 3  # the job: 3 epochs of BACKUP_BATCHES batches each
+BACKUP_BATCHES = 6
+BACKUP_EVERY = 4  # steps between backups: one at step 8, inside epoch 2, none at its start
+BACKUP_STOP = 10  # the first run is interrupted after this step: in epoch 2, after step 8's backup
+BACKUP_NEWEST = BACKUP_STOP // BACKUP_EVERY * BACKUP_EVERY  # the step the restart resumes from
+
+
+class _Interrupted(Exception):
+    """What the check's callback raises to interrupt the first run (a crash, in this process)."""
+
+
+@exercise("04.8")
+def fit_resumes_from_its_backup(train):
+    """train(model, dataset, epochs, backup_dir, save_every, callbacks): the learner's ``fit``.
+    The first call is interrupted after step BACKUP_STOP (epoch 2 of 3) by the check's callback;
+    the second, with the model built afresh as a restarted process would, must resume from the
+    newest backup, and leave no backup behind once training has finished."""
+    import tempfile
+
+    if not callable(train):
+        return "pass your function train itself, not its result"
+    with tempfile.TemporaryDirectory(prefix="tflearn-ex048-") as folder:
+        backup_dir = os.path.join(folder, "backup")
+        os.mkdir(backup_dir)  # empty, as a job's storage before its first run
+        with _backups_made() as made:
+            first = _fit_run(train, backup_dir, interrupt_after=BACKUP_STOP)
+            first["made"], left = list(made), _files(backup_dir)
+            made.clear()
+            second = _fit_run(train, backup_dir, interrupt_after=None)
+            second["made"] = list(made)
+        second["left"] = _files(backup_dir)
+    return (
+        _run_problem(first, "first")
+        or _run_problem(second, "second")
+        or _resume_problem(first, second, left, os.path.normpath(backup_dir))
+    )
+
+
+def _fit_run(train, backup_dir, interrupt_after) -> dict:
+    """One call of the learner's ``train`` on a model built afresh, with the check's callback
+    (it records each step, and raises after step ``interrupt_after``): what it saw."""
+    import keras
+    import numpy as np
+
+    rows = np.random.default_rng(0)
+    x = rows.normal(size=(8 * BACKUP_BATCHES, 4)).astype("float32")
+    y = x @ np.array([[1.0], [-2.0], [3.0], [0.5]], "float32")
+    dataset = _dataset(x, y)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+    fresh = np.random.default_rng(1 if interrupt_after else 2)  # two starts a restore tells apart
+    model.set_weights([fresh.normal(size=w.shape).astype("float32") for w in model.get_weights()])
+    model.compile(keras.optimizers.SGD(0.05, momentum=0.9), loss="mse")
+    seen = {"initial": _flat(model), "raised": None, "epochs": [], "weights": []}
+    seen.update(start=None, iterations=None, folder_at_start=None, began=False)
+    watcher = _watcher(keras, seen, backup_dir, interrupt_after)
+    try:
+        train(model, dataset, BACKUP_EPOCHS, backup_dir, BACKUP_EVERY, [watcher])
+    except _Interrupted:
+        seen["raised"] = "interrupted"
+    except Exception as err:  # noqa: BLE001 - any failure of the learner's call is a hint
+        first_line = (str(err).strip().splitlines() or [""])[0][:200]
+        seen["raised"] = f"{type(err).__name__}: {first_line}"
+    return seen
+
+
+def _dataset(x, y):
+    import tensorflow as tf
+
+    return tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+
+
+def _flat(model):
+    import numpy as np
+
+    return np.concatenate([w.ravel() for w in model.get_weights()])
+
+
+def _watcher(keras, seen, backup_dir, interrupt_after):
+    """The check's callback: the epochs run, the weights after each step, where the run began
+    (weights, the optimizer's step, what was in the backup folder), and the interruption."""
+
+    class Watcher(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            seen["began"], seen["folder_at_start"] = True, _files(backup_dir)
+
+        def on_epoch_begin(self, epoch, logs=None):
+            seen["epochs"].append(epoch)
+
+        def on_train_batch_begin(self, batch, logs=None):
+            if seen["start"] is None:  # after every callback's on_train_begin: restored by now
+                seen["start"] = _flat(self.model)
+                seen["iterations"] = int(self.model.optimizer.iterations.numpy())
+
+        def on_train_batch_end(self, batch, logs=None):
+            seen["weights"].append(_flat(self.model))
+            if len(seen["weights"]) == interrupt_after:
+                raise _Interrupted(f"the check interrupted training after step {interrupt_after}")
+
+    return Watcher()
+
+
+def _files(folder) -> list[str]:
+    """Every file under ``folder`` (none when it does not exist)."""
+    return sorted(os.path.join(d, n) for d, _, names in os.walk(folder) for n in names)
+
+
+@contextmanager
+def _backups_made():
+    """Inside: the folder of every ``BackupAndRestore`` created, in the list it yields (to
+    tell apart why a restart found no backup; the verdict itself is read from the runs)."""
+    import keras
+
+    kind = keras.callbacks.BackupAndRestore
+    original = kind.__init__
+    made: list[str] = []
+
+    def recorded(self, backup_dir, *args, **kwargs):
+        made.append(os.path.normpath(str(backup_dir)))
+        original(self, backup_dir, *args, **kwargs)
+
+    kind.__init__ = recorded
+    try:
+        yield made
+    finally:
+        kind.__init__ = original
+
+
+def _run_problem(seen, name) -> str | None:
+    """What went wrong in the call itself: the caller's callbacks not run, the interruption
+    swallowed, or another error."""
+    interrupted = name == "first"
+    if not seen["began"]:
+        if seen["raised"] and seen["raised"] != "interrupted":
+            return f"the {name} call of train raised {seen['raised']}"
+        return (
+            "fit did not run the callbacks your function is given (the check's own, which "
+            "watches the training and interrupts it): fit must run them as well as yours"
+        )
+    if interrupted and seen["raised"] is None and len(seen["weights"]) >= BACKUP_STOP:
+        return (
+            "your function caught the interruption and returned as if training had finished: "
+            "whatever restarts a job reads a normal end as 'done'; let the error end the call"
+        )
+    if seen["raised"] not in (None, "interrupted") or (not interrupted and seen["raised"]):
+        return f"the {name} call of train raised {seen['raised']}"
+    if interrupted and seen["raised"] is None:
+        return (
+            f"the first call trained {len(seen['weights'])} steps and returned before the "
+            f"interruption at step {BACKUP_STOP}: train every epoch it is given"
+        )
+    return None
+
+
+def _resume_problem(first, second, left, backup_dir) -> str | None:
+    """Where the restarted call began (the fresh model's weights, or those of a step of the
+    first run), which epochs it ran, and what it left behind."""
+    import numpy as np
+
+    if second["start"] is None:
+        return (
+            f"the second call trained no step of the {BACKUP_EPOCHS} epochs it was given: the "
+            "interrupted run had not finished them"
+        )
+    if np.array_equal(second["start"], second["initial"]):
+        return _started_over(first, second, left, backup_dir)
+    step = next(
+        (i + 1 for i, w in enumerate(first["weights"]) if np.array_equal(second["start"], w)), None
+    )
+    if step is None:
+        return (
+            "the second call began from weights that are neither the fresh model's nor those "
+            "of any step of the first call: restore the interrupted run's own backup"
+        )
+    if step == BACKUP_BATCHES:
+        return (
+            f"the second call resumed from the end of epoch 1 (step {step}), not from the newest "
+            f"backup before the interruption at step {BACKUP_STOP}: how often does your run back "
+            "up its state?"
+        )
+    if step != BACKUP_NEWEST:
+        return (
+            f"the second call resumed from step {step}, but with a backup every `save_every` "
+            f"({BACKUP_EVERY}) steps the newest before the interruption at step {BACKUP_STOP} is "
+            f"step {BACKUP_NEWEST}: how often does your run back up its state, in steps?"
+        )
+    if second["iterations"] != step:
+        return (
+            f"the second call began from step {step}'s weights, but its optimizer's step count "
+            f"was {second['iterations']}: a restart restores the optimizer's state too"
+        )
+    if second["epochs"][:1] != [1]:
+        return (
+            f"the second call ran epochs {[e + 1 for e in second['epochs']]} (counting from 1); "
+            "epoch 1 was finished before the interruption: a restart skips the epochs done"
+        )
+    if second["left"]:
+        return (
+            "training finished, yet a backup was still in `backup_dir`: a finished job leaves "
+            "none behind, or the next job started with that folder would resume from it"
+        )
+    return None
+
+
+def _started_over(first, second, left, backup_dir) -> str:
+    """The hint for a second call that began from the fresh model's weights."""
+    over = "the second call started over, from the fresh model's weights"
+    if not first["made"] and not second["made"]:
+        if left:
+            return (
+                f"the first call saved files in `backup_dir`, but {over}: saving is half of "
+                "it; a restarted fit must restore that state, and skip the epochs already done"
+            )
+        return (
+            f"nothing was backed up in `backup_dir` while the first call trained, and {over}: "
+            "fit needs a callback that backs the training state up, and restores it on a restart"
+        )
+    if first["made"] != [backup_dir] or second["made"] != [backup_dir]:
+        return (
+            f"{over}: the two calls backed up into different folders, or not into `backup_dir`; "
+            "a restarted run finds the backup only in the folder the interrupted run wrote it to"
+        )
+    if not left:
+        return (
+            f"a backup callback was created, but nothing was backed up while the first call "
+            f"trained, and {over}: is it among the callbacks fit runs?"
+        )
+    if not second["folder_at_start"]:
+        return (
+            f"the interrupted call's backup was in `backup_dir`, but gone when the second call's "
+            f"fit began, so {over}: a restart must find what the interrupted run left there"
+        )
+    return (
+        f"the interrupted call's backup was in `backup_dir` when the second call began, but "
+        f"{over}: does its fit run the callback that restores it?"
+    )
