@@ -603,10 +603,10 @@ def _fit_run(train, backup_dir, interrupt_after) -> dict:
     return seen
 
 
-def _dataset(x, y):
+def _dataset(images, labels):
     import tensorflow as tf
 
-    return tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+    return tf.data.Dataset.from_tensor_slices((images, labels)).batch(8)
 
 
 def _flat(model):
