@@ -1,6 +1,7 @@
 """Lesson 07's checks: the batch script's options as sbatch reads them, the hints given before
 anything is submitted, and (where Slurm is installed) a right script and a right task on a
-real local cluster. tests/test_mutations.py answers every wrong variant of the solutions."""
+real local cluster. tests/test_mutations.py answers every wrong variant of the solutions (and
+runs 07.2's solution, a right task, on its own cluster)."""
 
 import pytest
 
@@ -81,24 +82,3 @@ def test_a_right_script_is_right_on_a_real_cluster(cluster):
 def test_a_script_that_does_not_requeue_itself_is_wrong_on_a_real_cluster(cluster):
     result = check("07.1", GOOD.replace("scontrol requeue", "echo"), cluster)
     assert not result.ok and "nothing put it back in the queue" in result.message
-
-
-def test_a_task_that_resumes_is_right(cluster):
-    def run_task(folder, steps, save_every, warned, train_one_step):
-        import tensorflow as tf
-
-        step = tf.Variable(0, dtype=tf.int64)
-        weights = tf.Variable(0.0, dtype=tf.float64)
-        checkpoint = tf.train.Checkpoint(step=step, weights=weights)
-        manager = tf.train.CheckpointManager(checkpoint, folder, max_to_keep=2)
-        checkpoint.restore(manager.latest_checkpoint)
-        while step < steps:
-            train_one_step(step, weights)
-            stop = warned()
-            if step % save_every == 0 or stop:
-                manager.save(checkpoint_number=int(step))
-            if stop:
-                return
-
-    result = check("07.2", run_task, cluster)
-    assert result.ok, result.message

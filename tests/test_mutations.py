@@ -58,6 +58,13 @@ RIGHT_TABLES = {
     "08": lesson08.RIGHT_ANSWERS,
     "09": lesson09.RIGHT_ANSWERS,
 }
+# what a mutation's hint must say, and must not (tests/answers/lessonNN.HINTS and HINTS_WITHOUT:
+# (exercise, mutation) -> words), where a unit test used to check that mistake's hint in a
+# process of its own
+_MODULES = (lesson00, lesson01, lesson02, lesson03, lesson04, lesson05, lesson06, lesson07,
+            lesson08, lesson09)  # fmt: skip
+HINTS = {k: v for m in _MODULES for k, v in getattr(m, "HINTS", {}).items()}
+HINTS_WITHOUT = {k: v for m in _MODULES for k, v in getattr(m, "HINTS_WITHOUT", {}).items()}
 CASES = [
     pytest.param(exercise_id, name, id=f"{exercise_id}: {name}")
     for table in TABLES.values()
@@ -180,6 +187,11 @@ def test_every_check_has_a_mutation_table_that_applies(lesson):
             assert mutate(_cell(exercise_id), old, new) != _cell(exercise_id), name
 
 
+def test_every_expected_hint_names_a_mutation_of_the_table():
+    for exercise_id, name in {*HINTS, *HINTS_WITHOUT}:
+        assert name in {n for n, _, _ in TABLES[exercise_id.split(".")[0]][exercise_id]}, name
+
+
 @pytest.mark.parametrize("lesson", sorted(RIGHT_TABLES))
 def test_every_check_has_a_right_answer_table_that_applies(lesson):
     table = RIGHT_TABLES[lesson]
@@ -208,6 +220,9 @@ def test_mutation_is_answered_wrong_with_a_hint(lesson_run, exercise_id, name):
     assert run["status"] == WRONG, run
     assert run["message"] and len(run["message"]) > 20, run["message"]
     assert not _gives_away(exercise_id, run["message"]), run["message"]
+    assert HINTS.get((exercise_id, name), "") in run["message"], run["message"]
+    for words in HINTS_WITHOUT.get((exercise_id, name), []):
+        assert words not in run["message"], (words, run["message"])
 
 
 @pytest.mark.parametrize("lesson", sorted(TABLES))

@@ -78,6 +78,11 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "return strategy.experimental_distribute_dataset(batches)",
             "return strategy.distribute_datasets_from_function(lambda context: batches)",
         ),
+        (
+            "nothing returned",
+            "    return strategy.experimental_distribute_dataset(batches)",
+            "    strategy.experimental_distribute_dataset(batches)",
+        ),
     ],
     "01.3": [
         (
@@ -136,6 +141,16 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)",
             "return tf.constant(1.0)",
         ),
+        ("no step returned", "    return step\n", ""),
+        (
+            "each replica's own mean and its whole penalty",
+            "tf.nn.compute_average_loss(losses, global_batch_size=global_batch)\n"
+            "            if model.losses:\n"
+            "                loss += tf.nn.scale_regularization_loss(tf.add_n(model.losses))",
+            "tf.reduce_mean(losses)\n"
+            "            if model.losses:\n"
+            "                loss += tf.add_n(model.losses)",
+        ),
     ],
     "01.4": [
         (
@@ -170,6 +185,17 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "losses = [float(step(batch)) for batch in make_dataset(strategy, x, y, global_batch)]",
             "losses = [3.0 - len(epoch_losses)]",
         ),
+        (
+            "a loss that does not fall, nothing trained",
+            "losses = [float(step(batch)) for batch in make_dataset(strategy, x, y, global_batch)]",
+            "losses = [1.0]",
+        ),
+        ("the model alone returned", "return model, epoch_losses", "return model"),
+        (
+            "a fresh copy returned, made outside strategy.scope()",
+            "return model, epoch_losses",
+            "return tf.keras.models.clone_model(model), epoch_losses",
+        ),
     ],
     "01.5": [
         ("no strategy.scope()", "with strategy.scope():", "if True:"),
@@ -179,6 +205,11 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "with tf.distribute.OneDeviceStrategy(course.devices[0]).scope():",
         ),
         ("not trained", "model.fit(train_dataset, epochs=5, verbose=0)", "pass"),
+        (
+            "fit's History returned, not the model",
+            "    model.fit(train_dataset, epochs=5, verbose=0)\n    return model\n",
+            "    return model.fit(train_dataset, epochs=5, verbose=0)\n",
+        ),
         (
             "probabilities where logits are given",
             "SparseCategoricalCrossentropy(from_logits=True)",
@@ -425,4 +456,34 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
     return same""",
         ),
     ],
+}
+
+# What the hint of a mutation must say, and must not: (exercise, name of the mutation) -> words.
+HINTS: dict[tuple[str, str], str] = {
+    ("01.1", "one device only"): "other devices",
+    ("01.1", "the default strategy"): "MirroredStrategy",
+    ("01.1", "NCCL on devices it cannot run on"): "cannot sum",
+    ("01.2", "not batched"): "batches",
+    ("01.2", "a plain dataset, not distributed"): "plain tf.data.Dataset",
+    ("01.2", "batched by the per-replica size"): "each replica got",
+    ("01.2", "nothing returned"): "returns None",
+    ("01.3", "MEAN for SUM in the reduce"): "strategy.reduce",
+    ("01.3", "each replica's own mean and its whole penalty"): "2 times",
+    ("01.3", "the penalty left out"): "model.losses",
+    ("01.3", "the course's make_train_step passed in"): "course's own",
+    ("01.3", "no step returned"): "no function",
+    ("01.4", "a fresh copy returned, made outside strategy.scope()"): "not mirrored",
+    ("01.4", "a loss that does not fall, nothing trained"): "did not fall",
+    ("01.4", "the model alone returned"): "two things",
+    ("01.4", "the course's make_train_step"): "course's own",
+    ("01.5", "no strategy.scope()"): "not mirrored",
+    ("01.5", "not trained"): "chance",
+    ("01.5", "fit's History returned, not the model"): "return the model",
+    ("01.8", "built and compiled outside strategy.scope()"): "Where was the model built?",
+    ("01.8", "compiled outside strategy.scope()"): "optimizer",
+}
+HINTS_WITHOUT: dict[tuple[str, str], list[str]] = {
+    ("01.2", "not batched"): ["checking your answer raised"],
+    ("01.8", "built and compiled outside strategy.scope()"): ["scope()"],
+    ("01.8", "compiled outside strategy.scope()"): ["scope()"],
 }

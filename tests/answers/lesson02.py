@@ -112,6 +112,7 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "    return outputs",
             "    return tf.concat(strategy.experimental_local_results(outputs), axis=0)",
         ),
+        ("the outputs not returned", "    return outputs", "    outputs = list(outputs.values)"),
     ],
     "02.4": [
         (
@@ -159,6 +160,12 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "        whole = [tf.concat(strategy.experimental_local_results(t), 0)"
             " for t in batch]\n"
             "        summed = replica_gradients(*whole)\n",
+        ),
+        (
+            "no update at all",
+            "    optimizer.apply_gradients("
+            "zip(averaged, model.trainable_variables, strict=True))\n",
+            "",
         ),
     ],
 }
@@ -237,4 +244,26 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
             "    averaged = [tf.add_n(list(g)) / len(micro_batches) for g in zip(*sums)]\n",
         ),
     ],
+}
+
+# What the hint of a mutation must say, and must not: (exercise, name of the mutation) -> words.
+HINTS: dict[tuple[str, str], str] = {
+    ("02.3", "one device, not synchronized (a layer on the whole batch)"): "one output per replica",
+    ("02.3", "not synchronized"): "own slice",
+    ("02.3", "the whole batch on every replica"): "shaped",
+    ("02.3", "the outputs not returned"): "returns None",
+    ("02.4", "the micro-batches concatenated into one batch (no accumulation)"): (
+        "one micro-batch at a time"
+    ),
+    ("02.4", "an update after every micro-batch"): "apply them once",
+    ("02.4", "summed, not averaged"): "average, do not sum",
+    ("02.4", "each replica's mean loss (no division by the global micro-batch)"): (
+        "number of replicas"
+    ),
+    ("02.4", "each micro-batch gathered on one device"): "strategy.run",
+    ("02.4", "no update at all"): "never updated",
+}
+HINTS_WITHOUT: dict[tuple[str, str], list[str]] = {  # no numbers, no answer in the hint
+    ("02.4", "summed, not averaged"): ["0.", "="],
+    ("02.4", "each replica's mean loss (no division by the global micro-batch)"): ["0.", "="],
 }

@@ -96,6 +96,19 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "                sums.append(tf.identity(total))\n",
         ),
         (
+            "a reduce to the last device, its sum copied to the others",
+            "        sums = []\n"
+            "        for d in devices:\n"
+            "            with tf.device(d):\n"
+            "                sums.append(tf.add_n(partial))\n",
+            "        with tf.device(devices[-1]):\n"
+            "            total = tf.add_n(partial)  # reduced on one device\n"
+            "        sums = []\n"
+            "        for d in devices:\n"
+            "            with tf.device(d):\n"
+            "                sums.append(tf.identity(total))\n",
+        ),
+        (
             "a reduce to one device, its sum moved by a stop_gradient plus zeros",
             "                sums.append(tf.add_n(partial))\n",
             "                with tf.device(devices[0]):\n"
@@ -282,4 +295,28 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
             "tf.distribute.get_replica_context().all_gather(shard[None], axis=0), [-1])",
         ),
     ],
+}
+
+# What the hint of a mutation must say: (exercise, name of the mutation) -> words.
+HINTS: dict[tuple[str, str], str] = {
+    ("06.2", "every piece made on the first device"): "every device",
+    ("06.2", "each device keeps only its own partial output"): "summed",
+    ("06.2", "the pieces concatenated back into whole matrices (every product on one device)"): (
+        "no matrix product ran"
+    ),
+    ("06.2", "no tf.device in forward"): "no matrix product ran",
+    ("06.2", "a reduce to one device, its sum copied to the others"): "reduce to one device",
+    ("06.2", "a reduce to the last device, its sum copied to the others"): "ran on ['CPU:0']",
+    ("06.2", "no custom gradient: every device's loss reaches every piece"): "2x",
+    ("06.3", "no custom gradient: the outer tape records the gather and the unit"): (
+        "keeps a tensor of"
+    ),
+    ("06.3", "no second gather: the backward reuses the weights the forward gathered"): (
+        "keeps a tensor of"
+    ),
+    ("06.3", "the forward's own tape kept for the backward (no recomputation)"): (
+        "keeps a tensor of"
+    ),
+    ("06.3", "the whole gradient all-reduced, then sliced"): "summed in one place",
+    ("06.3", "each slice all-reduced, only the own slice kept"): "summed in one place",
 }

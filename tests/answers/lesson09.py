@@ -179,3 +179,10 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
         ("counted out", "extra_bound = 3", 'extra_bound = len(["w1", "w1", "w3"])'),
     ],
 }
+
+# What the hint of a mutation must say: (exercise, name of the mutation) -> words.
+HINTS: dict[tuple[str, str], str] = {
+    ("09.2", "the dataset built once, on the coordinator"): "built on the coordinator",
+    ("09.2", "no join: returns before the steps finish"): "still running",
+    ("09.2", "a dataset that runs out"): "ran out",
+}
