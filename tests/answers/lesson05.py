@@ -110,6 +110,17 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             'ctx.all_reduce("SUM", halves)',
             'ctx.all_reduce("SUM", halves[:1])',
         ),
+        (
+            "every replica's float32 gradient gathered, then summed",
+            'return [tf.cast(s, tf.float32) for s in ctx.all_reduce("SUM", halves)], error',
+            "every = [ctx.all_gather(g[None], axis=0) for g in grads]\n"
+            "    return [tf.reduce_sum(e, axis=0) for e in every], error",
+        ),
+        (
+            "the sum alone, no error",
+            'return [tf.cast(s, tf.float32) for s in ctx.all_reduce("SUM", halves)], error',
+            'return [tf.cast(s, tf.float32) for s in ctx.all_reduce("SUM", halves)]',
+        ),
     ],
     "05.3": [
         (
@@ -206,6 +217,25 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
             "    flat_r = tf.concat([tf.reshape(r, [-1]) for r in rounded], axis=0)\n"
             "    error = tf.reduce_max(tf.math.abs((flat_r - flat_g) / flat_g))\n",
         ),
+        (
+            "every replica's bfloat16 gradient gathered, summed in float32",
+            'return [tf.cast(s, tf.float32) for s in ctx.all_reduce("SUM", halves)], error',
+            "every = [ctx.all_gather(h[None], axis=0) for h in halves]\n"
+            "    return [tf.reduce_sum(tf.cast(e, tf.float32), axis=0) for e in every], error",
+        ),
+        (
+            "one flat bfloat16 vector, split back afterwards",
+            'return [tf.cast(s, tf.float32) for s in ctx.all_reduce("SUM", halves)], error',
+            "sizes = [tf.size(g) for g in grads]\n"
+            "    one = tf.concat([tf.reshape(h, [-1]) for h in halves], 0)\n"
+            '    parts = tf.split(tf.cast(ctx.all_reduce("SUM", one), tf.float32), sizes)\n'
+            "    return [tf.reshape(p, g.shape) for p, g in zip(parts, grads, strict=True)], error",
+        ),
+        (
+            "the replica context asked for, not the one passed in",
+            'ctx.all_reduce("SUM", halves)]',
+            'tf.distribute.get_replica_context().all_reduce("SUM", halves)]',
+        ),
     ],
     "05.3": [
         (
@@ -234,4 +264,16 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
             "    bits_per_second = 8 * 2 * (workers - 1) / beta\n    rate = bits_per_second / 8\n",
         ),
     ],
+}
+
+# What the hint of a mutation must say: (exercise, name of the mutation) -> words.
+HINTS: dict[tuple[str, str], str] = {
+    ("05.2", "float16 for bfloat16"): "float16 tensors cross",
+    ("05.2", "cast back to float32 before the exchange"): "float32 tensors cross",
+    ("05.2", "every replica's float32 gradient gathered, then summed"): "float32 tensors cross",
+    ("05.2", "bfloat16 handed back"): "float32 back",
+    ("05.2", "MEAN for SUM"): "SUM over all replicas",
+    ("05.2", "the absolute error, not the relative"): "relative rounding error",
+    ("05.2", "no all-reduce: the replica's own gradient"): "nothing crosses",
+    ("05.2", "the sum alone, no error"): "pair",
 }
