@@ -101,11 +101,12 @@ system-deps:
 # machine's own monitor (kdamond) takes about 0.25 of the 2 cores, so four single-stream jobs
 # keep the cores busy: the mutation runners are a job of their own, one at a time (inside the
 # unit tests' job, the first of their tests waited 501 s for them, with every other test
-# stopped behind it). The main job runs two lessons at a time, as make course does on a
-# learner's machine, beside the other jobs: every lesson holds its asserts on a machine busier
-# than make course makes it. One at a time (COURSE_JOBS=1, until ci20) it ran alone for its last
-# ~170 s, with a core idle, after every other job had ended. Its build/ is the rendered course
-# CI saw. The lessons' own time budgets are measured one
+# stopped behind it). The main job runs one lesson at a time here (COURSE_JOBS=1) beside the
+# other jobs, so every lesson holds its asserts on a machine busier than make course makes it.
+# (Two at a time, in ci21, lesson 05's link fit failed beside lesson 02 and three other jobs:
+# its bandwidth term at 500 Mbit/s 1.42x the link's, the assert allows 1.25x.) It ends alone:
+# in ci20 its last ~170 s ran after every other job had ended. Its build/ is the rendered
+# course CI saw. The lessons' own time budgets are measured one
 # notebook at a time by benchmarks/course_cost.py.
 TIMED := tools/timed.sh
 NBVAL := --nbval-lax --nbval-cell-timeout=900 --durations=10 -p no:randomly
@@ -123,7 +124,7 @@ test:
 	@# where the machine was as fast (tools/machine_speed.py)
 	@$(BIN)/python tools/machine_speed.py --save build/machine-before.json
 	@$(TIMED) "the test jobs, four at a time" $(MAKE) --no-print-directory -j4 -Oline \
-		COURSE_JOBS=2 $(TEST_JOBS)
+		COURSE_JOBS=1 $(TEST_JOBS)
 	@$(BIN)/python tools/machine_speed.py --since build/machine-before.json
 	@# fails on any tflearn-* entry the jobs added (the unit tests write inside a session folder
 	@# of their own, tests/conftest.py, as each notebook's kernel does)

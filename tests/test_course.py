@@ -110,10 +110,12 @@ def test_tensorflow_cpp_log_lines_reach_neither_the_progress_nor_the_rendered_no
 
 def test_two_at_a_time_each_in_its_own_runner(tmp_path, capsys):
     (tmp_path / "notebooks").mkdir()
-    _notebook(tmp_path / "notebooks/40_quick.ipynb", "import time\ntime.sleep(0.1)")
-    _notebook(tmp_path / "notebooks/41_slow.ipynb", "import time\ntime.sleep(3)")
+    # each as if a program of its own had left its log where the course keeps them
+    log = "import os, pathlib\npathlib.Path(os.environ['TFLEARN_KEEP_LOGS']).mkdir(parents=True)\n"
+    _notebook(tmp_path / "notebooks/40_quick.ipynb", log + "import time\ntime.sleep(0.1)")
+    _notebook(tmp_path / "notebooks/41_slow.ipynb", log + "import time\ntime.sleep(3)")
     sleeper = (
-        "import subprocess, sys\n"
+        log + "import subprocess, sys\n"
         "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'],"
         " start_new_session=True)"
     )
@@ -134,6 +136,8 @@ def test_two_at_a_time_each_in_its_own_runner(tmp_path, capsys):
         for suffix in (".ipynb", ".html", ".kernel.log", ".runner.log"):
             assert (out / "notebooks" / f"{name}{suffix}").exists(), name + suffix
     assert "cell 1/1 done" in (out / "notebooks/41_slow.runner.log").read_text()
+    # the failed notebook's programs' logs are kept, in the one logs/ three runners brought
+    assert [p.name for p in (out / "notebooks/logs").iterdir()] == ["42_leaks"]
     assert sorted(p.name for p in out.iterdir()) == ["index.html", "notebooks", "summary.json"]
     printed = capsys.readouterr().out
     assert printed.index("41_slow.ipynb: passed") > 0 and "2 at a time" in printed

@@ -209,6 +209,8 @@ def run_notebook(path: Path, out_dir: Path, cell_timeout: float) -> dict:
         _print_tails(kept_logs)
     else:
         shutil.rmtree(kept_logs, ignore_errors=True)
+        if kept_logs.parent.is_dir() and not any(kept_logs.parent.iterdir()):
+            kept_logs.parent.rmdir()  # no empty logs/ beside the passed notebooks
     result["headlines"] = _headlines(nb)
     result["skipped"] = _headlines(nb, SKIPPED_KEY)
     result["html"] = _save(nb, path, out_dir)

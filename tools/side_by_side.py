@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -63,16 +64,17 @@ def run_in_own_runner(
 def run(paths: list[Path], out_dir: Path, root: Path, timeout, jobs) -> list[dict]:
     """Each notebook in its own runner, ``jobs`` at a time, longest (last run here) first;
     each one's files moved to out_dir/<folder>/ as a lone run would leave them."""
-    order, done = longest_first(paths, out_dir / "summary.json"), []
+    order, done, moving = longest_first(paths, out_dir / "summary.json"), [], threading.Lock()
 
     def one(path: Path) -> dict:
         where = Path(tempfile.mkdtemp(prefix=f"{path.stem}-", dir=out_dir))
         result = run_in_own_runner(path, where, root, timeout)
         target = out_dir / path.parent.name
-        target.mkdir(parents=True, exist_ok=True)
-        for f in (where / path.parent.name).glob("*"):  # none when the runner died early
-            shutil.move(str(f), str(target / f.name))
-        shutil.move(str(where / "runner.log"), str(target / f"{path.stem}.runner.log"))
+        with moving:  # one runner's files at a time: two may bring the same folder
+            target.mkdir(parents=True, exist_ok=True)
+            for f in (where / path.parent.name).glob("*"):  # none when the runner died early
+                _merge(f, target / f.name)
+            shutil.move(str(where / "runner.log"), str(target / f"{path.stem}.runner.log"))
         shutil.rmtree(where, ignore_errors=True)
         done.append(result)
         print(f"[{len(done)}/{len(paths)}] {result['notebook']}: {result['status']} in "
@@ -84,6 +86,17 @@ def run(paths: list[Path], out_dir: Path, root: Path, timeout, jobs) -> list[dic
     with ThreadPoolExecutor(jobs) as pool:
         by_path = dict(zip(order, pool.map(one, order), strict=True))
     return [by_path[p] for p in paths]  # in the course's order
+
+
+def _merge(source: Path, target: Path) -> None:
+    """Move source to target; a folder that is there already (lessons 01, 02 and 04 each write
+    TensorBoard runs into logs/) gets source's entries, as one runner would have left them."""
+    if source.is_dir() and target.is_dir():
+        for entry in source.iterdir():
+            _merge(entry, target / entry.name)
+        source.rmdir()
+    else:
+        shutil.move(str(source), str(target))
 
 
 # Seconds per lesson at the cpu profile, two at a time (docs/MEASURED.md, 2026-12-02, 14:29
