@@ -58,8 +58,8 @@ _ONE_AT_A_TIME = """    kept = [[] for _ in stages]
 # plausible mistake each: exercise -> [(name, text of the solution cell, what replaces it)].
 # tests/test_mutations.py applies each to the solution cell and expects "wrong". 03.1's cell
 # builds ResNet-101 (about 4 s at smoke alone) before the check; a mistake in the training step
-# costs about 20 s, so only the two found there since the check compares gradients (below) are
-# here; tests/test_lesson03_checks.py gives it more wrong training steps on a small model.
+# costs about 10 CPU-s (three eager passes of ResNet-101), so only two are here (below);
+# tests/test_lesson03_checks.py gives it more wrong training steps on a small model.
 _CUTS = "cuts = [blocks[i] for i in min(itertools.combinations(range(len(blocks)), K - 1), key=fullest)]\n"  # noqa: E501
 
 MUTATIONS: dict[str, list[tuple[str, str, str]]] = {

@@ -41,6 +41,7 @@ PLUMBING_OPS = frozenset(
         "_DeviceRetval",
         "ReadVariableOp",
         "VarHandleOp",
+        "_EagerConst",  # an eager op's constant input
     }
 )
 #: One line of TensorFlow's placement log: ``node: (OpType): /job:.../device:CPU:0``.
