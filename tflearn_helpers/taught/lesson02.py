@@ -5,7 +5,7 @@ SETUP: its setup cell's settings; SIZES: each pick(smoke=..., cpu=..., gpu=...) 
 Each definition is the lesson's, with the lesson's imports of what it uses inside its body.
 """
 
-__all__ = ["SETUP", "SIZES"]
+__all__ = ["SETUP", "SIZES", "write_records"]
 
 SETUP = {"devices": 2, "gpu_memory_mb": 6912}
 SIZES = {
@@ -33,3 +33,28 @@ SIZES = {
     "SCALING_BUDGET": {"smoke": 60, "cpu": 90, "gpu": 900},
     "SCALING_COUNTS": {"smoke": (1, 2), "cpu": (1, 2, 4), "gpu": (1, 2, 4, 8)},
 }
+
+
+def write_records(x, y, directory, shards=8):
+    """uint8 images x, labels y -> `shards` TFRecord files of (JPEG, label, index)."""
+
+    import os
+
+    import tensorflow as tf
+
+    def feature(value):  # one tf.train.Feature: bytes, or an int64
+        if isinstance(value, bytes):
+            return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(value)]))
+
+    os.makedirs(directory, exist_ok=True)
+    files = [os.path.join(directory, f"part-{s}-of-{shards}.tfrecord") for s in range(shards)]
+    for s, path in enumerate(files):
+        with tf.io.TFRecordWriter(path) as writer:
+            for i in range(s, len(x), shards):
+                jpeg = tf.io.encode_jpeg(x[i], quality=90).numpy()
+                fields = {"jpeg": feature(jpeg), "label": feature(y[i]), "index": feature(i)}
+                writer.write(
+                    tf.train.Example(features=tf.train.Features(feature=fields)).SerializeToString()
+                )
+    return files

@@ -1,44 +1,31 @@
 """TFRecord files of JPEGs and their parser, for lesson 02's exercises and their checks (the
-lesson writes the same records, its pipeline and its timer in its own cells).
+writer is the lesson's, generated from it).
 
-``write_shards`` stores images as TFRecord files of JPEG bytes (a real decode per image);
-``record_parser`` turns one record back into (image, label[, index]).
+``write_shards`` stores images as TFRecord files of JPEG bytes (a real decode per image) with
+lesson 02's ``write_records``; ``record_parser`` turns one record back into (image, label[, index]).
 """
 
 from __future__ import annotations
 
-import os
-
 from ..runtime import validate
+from ..taught.lesson02 import write_records
 
 __all__ = ["record_parser", "write_shards"]
 
 
 def write_shards(images, directory: str, shards: int) -> list[str]:
-    """Write ``images`` (a ``datasets.Images``) into ``shards`` TFRecord files; each record holds
-    a JPEG, its label and its index in ``images``. Returns the file names in order."""
-    import tensorflow as tf
-
-    n = len(images.x)
-    validate.whole_number("shards (at most one per image)", shards, minimum=1, maximum=n)
-    os.makedirs(directory, exist_ok=True)
-    paths = [
-        os.path.join(directory, f"images-{i:03d}-of-{shards:03d}.tfrecord") for i in range(shards)
-    ]
-    for i, path in enumerate(paths):
-        with tf.io.TFRecordWriter(path) as writer:
-            for k in range(i, n, shards):
-                jpeg = tf.io.encode_jpeg(images.x[k], quality=90).numpy()
-                feature = {
-                    "jpeg": _bytes(jpeg),
-                    "label": _int(int(images.y[k])),
-                    "index": _int(k),
-                }
-                example = tf.train.Example(features=tf.train.Features(feature=feature))
-                writer.write(example.SerializeToString())
-    return paths
+    """Write ``images`` (a ``datasets.Images``) into ``shards`` TFRecord files with lesson 02's
+    ``write_records``: record k holds a JPEG, its label and its index k, in file k % shards.
+    Returns the file names in order."""
+    validate.whole_number(
+        "shards (at most one per image)", shards, minimum=1, maximum=len(images.x)
+    )
+    return write_records(images.x, images.y, directory, shards)
 
 
+# Not the lesson's parser: lesson 02's parser(size) always resizes and yields (image, label);
+# exercise 02.1's check needs each image's index (which images did each worker read?), and it and
+# benchmarks/input_sharding.py read the images at their stored size.
 def record_parser(size: int | None = None, with_index: bool = False):
     """The function that turns one record into (image, label[, index]); ``size`` resizes."""
     import tensorflow as tf
@@ -58,15 +45,3 @@ def record_parser(size: int | None = None, with_index: bool = False):
         return out + (tf.cast(ex["index"], tf.int32),) if with_index else out
 
     return parse
-
-
-def _bytes(value: bytes):
-    import tensorflow as tf
-
-    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
-
-
-def _int(value: int):
-    import tensorflow as tf
-
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
