@@ -5,7 +5,7 @@ SETUP: its setup cell's settings; SIZES: each pick(smoke=..., cpu=..., gpu=...) 
 Each definition is the lesson's, with the lesson's imports of what it uses inside its body.
 """
 
-__all__ = ["SETUP", "SIZES", "write_records"]
+__all__ = ["SETUP", "SIZES", "small_bn_cnn", "write_records"]
 
 SETUP = {"devices": 2, "gpu_memory_mb": 6912}
 SIZES = {
@@ -58,3 +58,19 @@ def write_records(x, y, directory, shards=8):
                     tf.train.Example(features=tf.train.Features(feature=fields)).SerializeToString()
                 )
     return files
+
+
+def small_bn_cnn(image_size, classes):
+    """Three convolutions, each followed by BatchNorm and pooling, then a linear classifier."""
+    import keras
+
+    layers = [keras.Input((image_size, image_size, 3))]
+    for filters in (32, 64, 128):
+        layers += [
+            keras.layers.Conv2D(filters, 3, padding="same", use_bias=False),
+            keras.layers.BatchNormalization(),
+            keras.layers.ReLU(),
+            keras.layers.MaxPooling2D(),
+        ]
+    head = [keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(classes)]
+    return keras.Sequential(layers + head)

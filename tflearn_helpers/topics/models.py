@@ -4,15 +4,16 @@
 Any other ``blocks`` builds the same bottleneck ResNet v1 recipe (He et al. 2015,
 arXiv:1512.03385; the layer names of ``keras.applications``) with fewer blocks per stage,
 e.g. ``(1, 1, 1, 1)``: a 14-layer ResNet whose graph traces several times faster, for the
-smoke profile (lessons 00, 02). ``small_cnn`` is a 3-block CNN for quick CPU timings, ``mlp``
-a one-hidden-layer perceptron (the memory sizes of lessons 01, 04 and 08-09), and ``named``
-picks a model by the names the measuring programs take.
+smoke profile (lessons 00, 02). ``small_cnn`` is lesson 02's 3-block CNN (generated from the
+lesson) for quick CPU timings, ``mlp`` a one-hidden-layer perceptron (the memory sizes of
+lessons 01, 04 and 08-09), and ``named`` picks a model by the names the measuring programs take.
 Every model returns logits (no softmax).
 """
 
 from __future__ import annotations
 
 from ..runtime import validate
+from ..taught.lesson02 import small_bn_cnn
 
 __all__ = [
     "RESNET50_BLOCKS",
@@ -50,20 +51,10 @@ def resnet(blocks=RESNET50_BLOCKS, input_shape=(224, 224, 3), classes: int = 100
 
 
 def small_cnn(image_size: int, classes: int = 10):
-    """Three conv-BatchNorm-ReLU-pool blocks (32, 64, 128 filters) and a linear classifier."""
-    import keras
-
+    """Lesson 02's ``small_bn_cnn``: three conv-BatchNorm-ReLU-pool blocks (32, 64, 128 filters)
+    and a linear classifier, for ``image_size`` x ``image_size`` RGB images (checked)."""
     validate.counts(image_size=image_size)
-    layers = [keras.Input((image_size, image_size, 3))]
-    for filters in (32, 64, 128):
-        layers += [
-            keras.layers.Conv2D(filters, 3, padding="same", use_bias=False),
-            keras.layers.BatchNormalization(),
-            keras.layers.ReLU(),
-            keras.layers.MaxPooling2D(),
-        ]
-    layers += [keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(classes)]
-    return keras.Sequential(layers)
+    return small_bn_cnn(image_size, classes)
 
 
 def mlp(features: int, hidden: int, outputs: int):
