@@ -118,6 +118,11 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ),
         ("one gradient per update", "replicas_to_aggregate=workers,", "replicas_to_aggregate=1,"),
         (
+            "every worker's hook told it is the chief",
+            "make_session_run_hook(is_chief=task == 0)",
+            "make_session_run_hook(is_chief=True)",
+        ),
+        (
             "the learning rate shared out among the workers",
             "GradientDescentOptimizer(0.1)",
             "GradientDescentOptimizer(0.1 / workers)",

@@ -7,6 +7,7 @@ implementation; hints never give the answer.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import tempfile
 from pathlib import Path
@@ -187,6 +188,32 @@ def required(graph):  # gradients each update takes, one accumulator per variabl
             if op.type == "ResourceAccumulatorTakeGradient"]
 
 
+chief_work = []  # what this worker's session did that is the chief's alone: hand out tokens
+_run, _threads = v1.Session.run, v1.train.QueueRunner.create_threads
+
+
+def _ops(fetches):
+    if isinstance(fetches, dict):
+        fetches = list(fetches.values())
+    if isinstance(fetches, (list, tuple)):
+        return [op for fetch in fetches for op in _ops(fetch)]
+    return [getattr(fetches, "op", fetches)]
+
+
+def _noting_run(self, fetches, *args, **kwargs):
+    chief_work.extend(op.name for op in _ops(fetches)
+                      if getattr(op, "type", "").startswith("QueueEnqueue"))
+    return _run(self, fetches, *args, **kwargs)
+
+
+def _noting_threads(self, *args, **kwargs):
+    chief_work.append(f"queue runner {{self.name}}")
+    return _threads(self, *args, **kwargs)
+
+
+v1.Session.run, v1.train.QueueRunner.create_threads = _noting_run, _noting_threads
+
+
 def main():
     config = json.loads(os.environ["TF_CONFIG"])
     task, steps = config["task"]["index"], int(sys.argv[1])
@@ -222,6 +249,7 @@ def main():
     else:
         creator = between_graph.quick_worker_session_creator(server.target, filters)
         session = v1.train.MonitoredSession(creator, hooks=hooks)
+    events.emit("session", task=task, chief_work=sorted(set(chief_work)))
     true_w = np.linspace(-1.0, 1.0, 10, dtype=np.float32)[:, None]
     rng = np.random.default_rng(task)
     with session:
@@ -260,8 +288,12 @@ def _run_sync_cluster(source: str, name: str, steps: int, timeout: float) -> dic
             graphs = [_graph_of(events.parse(run.logs("worker", i))) for i in (0, 1)]
             if any(g is not None and _graph_problem(g, workers=2) for g in graphs):
                 code = None  # the graph alone is wrong: no need to train it
-            else:
-                code = run.wait([("worker", 0)], timeout=timeout)[("worker", 0)]
+            else:  # the chief done, or worker 1 doing the chief's work (no need to go on)
+                processes.wait_until(lambda: not chief.running() or _stray(run), timeout, "")
+                code = None if chief.running() else chief.wait(timeout=10)
+            if code == 0 and run.procs[("worker", 1)].running():  # (started its session late?)
+                with contextlib.suppress(TimeoutError):
+                    processes.wait_until(lambda: _session_of(run, 1), 15, "")
         except TimeoutError:
             code = None  # still running: stalled
         logs = [run.logs("worker", i) for i in (0, 1)]
@@ -270,6 +302,33 @@ def _run_sync_cluster(source: str, name: str, steps: int, timeout: float) -> dic
 
 def _graph_of(lines: list[dict]):
     return next((ln for ln in lines if ln["kind"] == "graph"), None)
+
+
+def _session_of(run, task: int):
+    """What worker ``task`` reported once its session was made (None before)."""
+    from ..programs import events
+
+    return next(iter(events.parse(run.logs("worker", task), "session")), None)
+
+
+def _stray(run) -> bool:
+    """Whether worker 1, not the chief, did the chief's work in making its session."""
+    return bool((_session_of(run, 1) or {}).get("chief_work"))
+
+
+def _role_problem(lines: list[list[dict]]):
+    """A hint if a worker other than worker 0 (the chief) did the chief's work in making its
+    session: filled the token queue, started the queue runner that applies each averaged
+    update. (A chief that does none of it stalls the training: that hint comes later.)"""
+    sessions = [next((ln for ln in worker if ln["kind"] == "session"), None) for worker in lines]
+    for task, session in enumerate(sessions[1:], 1):
+        if session is not None and session["chief_work"]:
+            return (
+                f"worker {task} is not the chief, yet its session did the chief's work "
+                f"({', '.join(session['chief_work'])}): how does each worker's hook know "
+                "whether its task is the chief?"
+            )
+    return None
 
 
 def _graph_problem(graph: dict, workers: int):
@@ -310,6 +369,9 @@ def _judge_sync(outcome: dict, steps: int, timeout: float):
         return f"your function failed in the worker process: {last[:300]}"
     graphs = [graph] + [g for g in map(_graph_of, outcome["lines"][1:]) if g is not None]
     problem = next((p for g in graphs if (p := _graph_problem(g, len(outcome["lines"])))), None)
+    if problem:
+        return problem
+    problem = _role_problem(outcome["lines"])
     if problem:
         return problem
     done = [ln for worker in outcome["lines"] for ln in worker if ln["kind"] == "step"]
