@@ -2,13 +2,15 @@ from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG, _evaluate
 
 
 # -- 04.5: a worker that resumes after a kill ------------------------------------------------
-def _make_manager(checkpoint, directory, task_type, task_id):
+def _make_manager(checkpoint, directory, task_type, task_id, cluster):
     import os
 
     import tensorflow as tf
 
-    chief = task_type in (None, "chief") or (task_type == "worker" and task_id == 0)
-    folder = directory if chief else os.path.join(directory, f"scratch-{task_id}")
+    chief = task_type in (None, "chief") or (
+        task_type == "worker" and task_id == 0 and "chief" not in cluster
+    )
+    folder = directory if chief else os.path.join(directory, f"scratch-{task_type}-{task_id}")
     return tf.train.CheckpointManager(checkpoint, folder, max_to_keep=2)
 
 
@@ -43,7 +45,7 @@ def test_04_5_accepts_the_chiefs_folder_and_the_newest_restore():
 
 
 def test_04_5_waits_while_the_functions_are_stubs():
-    def make_manager(checkpoint, directory, task_type, task_id): ...
+    def make_manager(checkpoint, directory, task_type, task_id, cluster): ...
 
     assert _verdict(manager=make_manager).status == NOT_ATTEMPTED
 
@@ -53,13 +55,13 @@ def test_04_5_refuses_managers_that_share_or_lose_the_chiefs_folder():
 
     import tensorflow as tf
 
-    def everyone_in_one(checkpoint, directory, task_type, task_id):
+    def everyone_in_one(checkpoint, directory, task_type, task_id, cluster):
         return tf.train.CheckpointManager(checkpoint, directory, max_to_keep=2)
 
-    def nobody_chief(checkpoint, directory, task_type, task_id):
+    def nobody_chief(checkpoint, directory, task_type, task_id, cluster):
         return tf.train.CheckpointManager(checkpoint, os.path.join(directory, str(task_id)), 2)
 
-    def not_a_manager(checkpoint, directory, task_type, task_id):
+    def not_a_manager(checkpoint, directory, task_type, task_id, cluster):
         return directory
 
     shared, lost, wrong_type = (
@@ -70,6 +72,38 @@ def test_04_5_refuses_managers_that_share_or_lose_the_chiefs_folder():
     assert "CheckpointManager" in wrong_type.message
     for verdict in (shared, lost):
         assert "scratch" not in verdict.message  # the folder's name is the learner's choice
+
+
+def test_04_5_refuses_a_chief_read_from_the_index_alone():
+    import os
+
+    import tensorflow as tf
+
+    def any_task_zero(checkpoint, directory, task_type, task_id, cluster):
+        folder = directory if task_id == 0 else os.path.join(directory, f"scratch-{task_id}")
+        return tf.train.CheckpointManager(checkpoint, folder, max_to_keep=2)
+
+    def worker_zero_always(checkpoint, directory, task_type, task_id, cluster):
+        chief = task_type == "chief" or (task_type == "worker" and task_id == 0)
+        folder = directory if chief else os.path.join(directory, f"scratch-{task_id}")
+        return tf.train.CheckpointManager(checkpoint, folder, max_to_keep=2)
+
+    def four_arguments(checkpoint, directory, task_type, task_id):
+        return tf.train.CheckpointManager(checkpoint, directory, max_to_keep=2)
+
+    def chief_job_first(checkpoint, directory, task_type, task_id, cluster):
+        if "chief" in cluster:
+            chief = task_type == "chief"
+        else:
+            chief = task_id == 0 and task_type in (None, "worker")
+        folder = directory if chief else os.path.join(directory, f"{task_type}{task_id}")
+        return tf.train.CheckpointManager(checkpoint, folder, max_to_keep=2)
+
+    assert _verdict(manager=chief_job_first).status == RIGHT
+    for manager in (any_task_zero, worker_zero_always):
+        verdict = _verdict(manager=manager)
+        assert verdict.status == WRONG and "worker 0 is not the chief" in verdict.message
+    assert "five arguments" in _verdict(manager=four_arguments).message
 
 
 def test_04_5_refuses_restores_that_miss_the_newest_or_fail_on_a_fresh_start():
@@ -117,7 +151,7 @@ def test_04_5_counts_the_checkpoints_the_chiefs_manager_keeps():
 
     import tensorflow as tf
 
-    def five_kept(checkpoint, directory, task_type, task_id):
+    def five_kept(checkpoint, directory, task_type, task_id, cluster):
         folder = directory if task_id == 0 else os.path.join(directory, f"scratch-{task_id}")
         return tf.train.CheckpointManager(checkpoint, folder, max_to_keep=5)
 

@@ -91,8 +91,15 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ),
         (
             "no chief among the workers",
-            'chief = task_type in (None, "chief") or (task_type == "worker" and task_id == 0)',
+            'chief = task_type in (None, "chief") or (\n'
+            '        task_type == "worker" and task_id == 0 and "chief" not in cluster\n'
+            "    )",
             'chief = task_type in (None, "chief")',
+        ),
+        (
+            "worker 0 the chief even beside a chief task",
+            ' and "chief" not in cluster',
+            "",
         ),
         ("one scratch folder for all the others", 'f"scratch-worker-{task_id}"', '"scratch"'),
         ("nothing restored", _RESTORE, "tf.train.latest_checkpoint(directory)"),

@@ -114,31 +114,66 @@ def resumes_after_a_kill(functions, run_job, save_every, crash_at):
     )
 
 
+# two clusters on which "the chief" parts ways with "task 0": without a chief task, worker 0
+# is the chief; beside a chief task, worker 0 is a worker like any other
+_WORKERS_ONLY = {"worker": ["localhost:2001", "localhost:2002", "localhost:2003"]}
+_WITH_CHIEF = {"chief": ["localhost:2000"], "worker": ["localhost:2001", "localhost:2002"]}
+
+
 def _manager_problem(make_manager):
+    import inspect
     import tempfile
 
     import tensorflow as tf
 
+    try:
+        inspect.signature(make_manager).bind(None, None, None, None, None)
+    except (TypeError, ValueError):
+        return (
+            "make_manager takes five arguments: (checkpoint, directory, task_type, task_id, "
+            "cluster)"
+        )
     checkpoint = tf.train.Checkpoint(v=tf.Variable(1.0))
     folders = {}
     with tempfile.TemporaryDirectory(prefix="tflearn-ex045-") as directory:
-        for task in (("worker", 0), ("worker", 1), ("worker", 2)):
-            manager = make_manager(checkpoint, directory, *task)
-            if not isinstance(manager, tf.train.CheckpointManager):
-                return "make_manager should return a tf.train.CheckpointManager"
-            folders[task] = os.path.normpath(manager.directory)
-        kept = _kept_of_three(make_manager(checkpoint, directory, "worker", 0))
+        for cluster in (_WORKERS_ONLY, _WITH_CHIEF):
+            for job, addresses in cluster.items():
+                for index in range(len(addresses)):
+                    manager = make_manager(checkpoint, directory, job, index, dict(cluster))
+                    if not isinstance(manager, tf.train.CheckpointManager):
+                        return "make_manager should return a tf.train.CheckpointManager"
+                    key = ("chief" in cluster, job, index)
+                    folders[key] = os.path.normpath(manager.directory)
+        kept = _kept_of_three(make_manager(checkpoint, directory, "worker", 0, _WORKERS_ONLY))
+        return _folders_problem(folders, os.path.normpath(directory), kept)
+
+
+def _folders_problem(folders: dict, directory: str, kept: int):
+    """``folders``: (the cluster has a chief task, job, index) -> the manager's folder."""
     if kept != 2:
         return f"the chief's manager kept {kept} of 3 checkpoints saved in a row, not 2"
-    if folders[("worker", 0)] != os.path.normpath(directory):
+    if folders[(False, "worker", 0)] != directory:
         return (
             "in a cluster without a chief, worker 0 is the chief: its checkpoints are the real ones"
         )
-    others = [folders[("worker", 1)], folders[("worker", 2)]]
-    if os.path.normpath(directory) in others or others[0] == others[1]:
-        return (
-            "two workers would write the same files at once: give every other worker its own folder"
-        )
+    chiefs = {(False, "worker", 0), (True, "chief", 0)}
+    for has_chief in (False, True):
+        if has_chief and folders[(True, "chief", 0)] != directory:
+            return (
+                "in a cluster with a 'chief' task, that task is the chief: its checkpoints are "
+                "the real ones"
+            )
+        if has_chief and folders[(True, "worker", 0)] == directory:
+            return (
+                "in a cluster with a 'chief' task, worker 0 is not the chief: your chief and "
+                "worker 0 would both write the chief's files, at once"
+            )
+        others = [f for key, f in folders.items() if key[0] == has_chief and key not in chiefs]
+        if directory in others or len(set(others)) < len(others):
+            return (
+                "two workers would write the same files at once: give every other worker its "
+                "own folder"
+            )
     return None
 
 
