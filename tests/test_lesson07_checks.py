@@ -40,11 +40,23 @@ def test_sbatch_options_are_read_until_the_first_command():
         (GOOD.replace("USR1@60", "INT@60"), "INT@60"),
         (GOOD.replace("USR1@60", "USR1@30"), "30 s before the time limit"),
         (GOOD.replace("#SBATCH --output=%x-%j.out\n", ""), "output file"),
+        (GOOD.replace("-N 2\n#SBATCH --ntasks-per-node=1", "-n 2"), "no number of nodes"),
+        (GOOD.replace("-N 2\n#SBATCH --ntasks-per-node=1", "-N 1-2 -n 2"), "as few as 1 node"),
         (42, "as a string"),
     ],
 )
 def test_a_wrong_script_gets_its_hint_before_any_job(script, hint):
     assert hint in batch_script(script, cluster=None)  # no cluster needed to say so
+
+
+def test_one_task_a_node_is_asked_with_two_nodes_or_one_task_a_node():
+    """What a script asks decides, not what this cluster's one-CPU nodes happen to grant."""
+    from tflearn_helpers.checks.lesson07 import _spread_problem
+
+    for asked in ("-N 2 -n 2", "--nodes=2-2 --ntasks=2", "--nodes 2", "-n 2 --ntasks-per-node 1"):
+        assert _spread_problem(sbatch_options(f"#!/bin/bash\n#SBATCH {asked}\n")) is None, asked
+    for asked in ("-n 2", "--ntasks=2 --ntasks-per-node=2", "--nodes=1-2 --ntasks 2"):
+        assert "one node" in _spread_problem(sbatch_options(f"#!/bin/bash\n#SBATCH {asked}\n"))
 
 
 def test_a_warning_without_a_lead_has_sbatchs_default_minute():

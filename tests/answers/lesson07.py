@@ -17,6 +17,7 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ("SIGTERM, which the worker does not save on", "--signal=USR1@60", "--signal=TERM@60"),
         ("two tasks on one node", _SCRIPT, "#SBATCH --nodes=1\n#SBATCH --ntasks-per-node=2"),
         ("one node", "#SBATCH --nodes=2\n", "#SBATCH --nodes=1\n"),
+        ("two tasks asked, the nodes left to Slurm", _SCRIPT, "#SBATCH --ntasks=2"),
         ("no time limit", "#SBATCH --time=00:10:00\n", ""),
         ("no srun", "srun python worker.py", "python worker.py"),
         ("the lead in minutes", "--signal=USR1@60", "--signal=USR1@1"),

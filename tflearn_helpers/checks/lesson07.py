@@ -125,10 +125,14 @@ def sbatch_options(script: str) -> dict[str, str]:
     return options
 
 
+# the long options this check reads that take a value, which may also follow as the next word
+_VALUED = {"nodes", "ntasks", "ntasks-per-node", "tasks-per-node", "time", "output", "signal"}
+
+
 def _option(word: str, following: str, short: dict) -> tuple[str | None, str]:
     if word.startswith("--"):
-        name, _, value = word[2:].partition("=")
-        return name, value
+        name, equals, value = word[2:].partition("=")
+        return name, value if equals or name not in _VALUED else following
     if word.startswith("-") and word[1:2] in short:
         return short[word[1:2]], word[2:] or following
     return None, ""
@@ -220,7 +224,24 @@ def _script_problem(script) -> str | None:
         return f"your warning comes {lead} s before the time limit; the exercise asks for a minute"
     if "output" not in options:
         return "name the job's output file, so that you find it (and its requeued run) again"
-    return None
+    return _spread_problem(options)
+
+
+def _spread_problem(options: dict[str, str]) -> str | None:
+    """What the script asks for must put one task on each of two nodes on any cluster: at
+    least two nodes, or one task a node. (This cluster's nodes have one CPU each, so Slurm
+    spreads tasks it may pack: what it grants here cannot tell the two requests apart.)"""
+    fewest = options.get("nodes", "").split("-")[0]
+    per_node = options.get("ntasks-per-node", options.get("tasks-per-node"))
+    if per_node == "1" or (fewest.isdigit() and int(fewest) >= 2):
+        return None
+    asked = f"as few as {fewest} node(s)" if fewest else "no number of nodes"
+    return (
+        f"your script asks for {asked} and lets a node run more than one task: Slurm may then "
+        "put both tasks on one node (this cluster's nodes have one CPU each, so here it spread "
+        "them; a real cluster's nodes have many cores). Ask for what the job needs, not for "
+        "what happens to fit here"
+    )
 
 
 def _is_usr1(name: str) -> bool:
