@@ -372,3 +372,12 @@ def test_a_job_of_the_urgent_partition_preempts_one_of_debug(tmp_path):
 def test_a_grace_time_is_a_whole_number_of_seconds():
     with pytest.raises(ValueError, match="preemption_grace must be"):
         slurm.LocalSlurm(nodes=1, preemption_grace=-1)
+
+
+def test_a_teardown_timeout_names_who_listens_on_the_ports():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        assert f"{port}: python" in slurm._listeners([port])
+    assert slurm._listeners([port]) == "nobody"

@@ -348,9 +348,12 @@ class LocalSlurm:
                 child.stop(grace=grace)
             if self.env:
                 slurm_isolation.kill_strays(self.env["SLURM_CONF"])
-            processes.wait_until(
-                lambda: not any(map(_listening, self.ports)), 15, "the cluster's ports to close"
-            )
+            try:
+                processes.wait_until(
+                    lambda: not any(map(_listening, self.ports)), 15, "the cluster's ports to close"
+                )
+            except TimeoutError as err:  # whose? a stray of this cluster, or a new listener
+                raise TimeoutError(f"{err} Listening now: {_listeners(self.ports)}") from None
         finally:  # the network, the watcher and the folder go even if a port stays open
             self.daemons = {}
             if self._net is not None:
@@ -390,6 +393,21 @@ def _listening(port: int) -> bool:
     with socket.socket() as probe:
         probe.settimeout(0.2)
         return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _listeners(ports) -> str:
+    """Who listens on ``ports`` now, as 'port: name (pid)', for an error message."""
+    import psutil
+
+    found = []
+    for conn in psutil.net_connections(kind="tcp"):
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port in ports:
+            try:
+                name = psutil.Process(conn.pid).name() if conn.pid else "?"
+            except psutil.Error:
+                name = "gone"
+            found.append(f"{conn.laddr.port}: {name} ({conn.pid})")
+    return ", ".join(sorted(found)) or "nobody"
 
 
 def _user() -> str:
