@@ -5,7 +5,8 @@ Runs lesson 05's worker program (read from the lesson's ``%%writefile`` cell, so
 drift apart) in two long-lived processes, one core each, inside a network namespace whose
 loopback is shaped with ``tc tbf`` (``cluster.network``). It prints, per link rate:
 
-- alpha and beta fitted as the lesson fits them (beta the slope over the sizes above 64 KB,
+- alpha and beta fitted by the lesson's ``fit_alpha_beta`` (generated from it into
+  ``taught/lesson05.py``: beta the slope over the sizes above 64 KB,
   alpha what the smallest, 4 KB, took beyond beta*S) on every size but the largest, each
   size's time against alpha + beta*S, and the largest extrapolated. Asserted at shaped rates:
   alpha >= 0, beta within 0.75-1.25x of 2/B (B the measured rate), the largest within +-30 %.
@@ -49,6 +50,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tflearn_helpers import cluster, programs, report  # noqa: E402
+from tflearn_helpers.taught.lesson05 import fit_alpha_beta  # noqa: E402
 
 LESSON = Path(__file__).resolve().parents[1] / "notebooks" / "05_communication.ipynb"
 MB = 1_000_000
@@ -74,6 +76,7 @@ def run(args) -> list[dict]:
     plan += [(args.rates[-1], dict(train, batches=args.cross_batches, rounds=args.rounds))]
     optimize = {"kind": "optimize", "width": 256, "depth": 12, "steps": 5}
     optimize.update(batch=args.opt_batch, micro=args.micro, pack_bytes=1_000_000)
+    optimize.update(passes=args.passes)  # the program's overlap test (lesson 05's PASSES)
     plan += [(args.rates[0], optimize)] * args.opt_rounds
     folder = Path(tempfile.mkdtemp(prefix="allreduce-bench-"))
     program = worker_program(folder)
@@ -95,15 +98,6 @@ def run(args) -> list[dict]:
                 )
             log = job.logs("worker", 0)
     return plan, links, programs.events.parse(log), net.shaped
-
-
-def fit_alpha_beta(times: dict, large: int = 64_000) -> tuple[float, float]:
-    """The lesson's fit: beta the slope over the sizes above ``large`` bytes, alpha what the
-    smallest size took beyond beta*S (a latency, not an intercept that the largest sizes'
-    noise can make negative; not a 64 KB message, which fits in the shaper's burst)."""
-    beta = np.polyfit(*zip(*[(s, t) for s, t in times.items() if s > large], strict=True), 1)[0]
-    smallest = min(times)
-    return float(times[smallest] - beta * smallest), float(beta)
 
 
 def sweep_times(plan, events, rate) -> dict:
@@ -272,6 +266,7 @@ def main(argv=None) -> int:
     parser.add_argument("--opt-rounds", type=int, default=3, help="rounds of section 5")
     parser.add_argument("--opt-batch", type=int, default=1024, help="section 5's batch")
     parser.add_argument("--micro", type=int, default=4, help="micro-batches accumulated")
+    parser.add_argument("--passes", type=int, default=7, help="paired passes, overlap test")
     args = parser.parse_args(argv)
     args.rates = [float(r) for r in args.rates.split(",")]
     args.cross_batches = [int(b) for b in args.cross_batches.split(",")]

@@ -2,7 +2,9 @@
 
 The same placement and schedules lesson 03 writes in its cells (stages built and called in
 their device scopes, one thread per stage walking its list of F/B passes, tape.gradient with
-output_gradients, gradients summed in place, one update per stage), measured side by side in one
+output_gradients, gradients summed in place, one update per stage); the schedules are the
+lesson's own, ``fill_drain`` (GPipe's order, without recomputation) and ``one_f_one_b``,
+generated from it into ``taught/lesson03.py``. Measured side by side in one
 process with steps interleaved, so that load changes hit every setting alike. Prints step
 time, the throughput ratio against naive (M = 1), the GPipe limit 2M/(M+1), the measured idle
 share of the two devices against the (K-1)/(M+K-1) model, and the cores the process kept busy
@@ -34,7 +36,7 @@ import subprocess
 import sys
 import time
 
-SCHEDULE_NAMES = ("gpipe", "one_f_one_b")
+from tflearn_helpers.taught.lesson03 import fill_drain, one_f_one_b
 
 
 def parse_args(argv=None):
@@ -62,23 +64,6 @@ def parse_args(argv=None):
     if args.image < 32 or args.steps < 1 or any(m < 2 or args.batch % m for m in args.micro):
         parser.error("need --image >= 32, --steps >= 1 and a --batch divisible by every M >= 2")
     return args
-
-
-def gpipe(k, m):
-    """Per stage: all forward passes, then all backward passes."""
-    return [[("F", i) for i in range(m)] + [("B", i) for i in range(m)] for _ in range(k)]
-
-
-def one_f_one_b(k, m):
-    """Per stage: K-s-1 forwards to fill the pipe, then one forward and one backward in turn."""
-    orders = []
-    for s in range(k):
-        warm = min(k - s - 1, m)
-        order = [("F", i) for i in range(warm)]
-        for i in range(warm, m):
-            order += [("F", i), ("B", i - warm)]
-        orders.append(order + [("B", i) for i in range(m - warm, m)])
-    return orders
 
 
 class Trainer:
@@ -253,9 +238,9 @@ def run_one_setting(args) -> dict:
         os.environ["TF_NUM_INTEROP_THREADS"] = str(args.inter_op_threads)
     course = setup_course(devices=2, intra_op_threads=args.intra_op_threads, verbose=False)
     trainer, x, y, cuts = build(args, course.devices[:2])
-    settings = [("naive", 1, gpipe)] + [
+    settings = [("naive", 1, fill_drain)] + [
         (f"{schedule.__name__} M={m}", m, schedule)
-        for schedule in (gpipe, one_f_one_b)
+        for schedule in (fill_drain, one_f_one_b)
         for m in args.micro
     ]
     threads = args.intra_op_threads or "default (all cores)"

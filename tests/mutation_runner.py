@@ -3,15 +3,18 @@ tests/test_mutations.py in a fresh process (TensorFlow's devices are set up once
 
     python tests/mutation_runner.py NN OUT.json
 
-For each code cell that calls ``check("NN.k", ...)``, first every mutation of
-``tests/answers/lessonNN.MUTATIONS["NN.k"]`` (the cell's text with one mistake put in) and
-every entry of ``RIGHT_ANSWERS["NN.k"]`` (the cell's answer written another way the exercise's
-text allows) runs in a copy of the notebook's namespace, then the cell as the solution wrote
-it, which the cells after it build on. Then the exercise notebook's version of every cell (the
-stubs, unfilled) runs in a namespace of its own, and each solution cell runs once in a copy of it:
-an answer written while the earlier ones are not. Each run records the check's verdict and
-what the cells printed. Lines ending ``# SOLUTION ONLY`` are left out, as in the exercises.
-Outside IPython, ``display`` prints and ``%%writefile`` writes its file (``NotebookShell``).
+An exercise's cells are the code cell that calls ``check("NN.k", ...)`` and the code cells just
+before it that hold solution lines too (an answer too long for one readable cell is written over
+a few). For each exercise, first every mutation of ``tests/answers/lessonNN.MUTATIONS["NN.k"]``
+(its cells' text with one mistake put in) and every entry of ``RIGHT_ANSWERS["NN.k"]`` (the
+answer written another way the exercise's text allows) runs, all its cells in order, in a copy
+of the namespace its first cell started from; the cells as the solution wrote them run one by
+one, and the cells after them build on those. Then the exercise notebook's version of every cell
+(the stubs, unfilled) runs in a namespace of its own, and each exercise's solution cells run
+once in a copy of it: an answer written while the earlier ones are not. Each run records the
+check's verdict and what the cells printed. Lines ending ``# SOLUTION ONLY`` are left out, as in
+the exercises. Outside IPython, ``display`` prints and ``%%writefile`` writes its file
+(``NotebookShell``).
 """
 
 from __future__ import annotations
@@ -58,6 +61,33 @@ def mutate(source: str, old: str, new: str) -> str:
     if source.count(old) != 1:
         raise ValueError(f"the solution cell has {source.count(old)} copies of {old!r}, not 1")
     return source.replace(old, new)
+
+
+def writes_answer(source: str) -> bool:
+    """A cell with solution lines (the exercise notebook's differs)."""
+    return strip_code(source) != without_solution_only(source)
+
+
+def exercise_cells(cells: list[str]) -> dict[int, list[int]]:
+    """The index of each cell that calls a check -> its exercise's cells: the solution cells
+    just before it that call no check, then itself."""
+    found, run = {}, []
+    for i, source in enumerate(cells):
+        if checked_id(source):
+            found[i], run = [*run, i], []
+        elif writes_answer(source):
+            run.append(i)
+        else:
+            run = []
+    return found
+
+
+def mutate_cells(sources: list[str], old: str, new: str) -> list[str]:
+    """An exercise's cells with the one occurrence of ``old`` among them replaced by ``new``."""
+    counts = [source.count(old) for source in sources]
+    if sum(counts) != 1:
+        raise ValueError(f"the exercise's cells have {sum(counts)} copies of {old!r}, not 1")
+    return [mutate(s, old, new) if n else s for s, n in zip(sources, counts, strict=True)]
 
 
 def without_solution_only(source: str) -> str:
@@ -133,14 +163,25 @@ def _one_compile_at_a_time(*args, **kwargs):
         return _compile(*args, **kwargs)
 
 
-def run_mutations(exercise_id: str, source: str, table, namespace: dict) -> dict:
+def run_cells(sources: list[str], namespace: dict, capture: bool = True) -> dict:
+    """Run an exercise's cells in order: the record of the last, or of the first that fails."""
+    seconds = 0.0
+    for source in sources:
+        run = run_cell(source, namespace, capture)
+        seconds += run["seconds"]
+        if run["error"]:
+            break
+    return {**run, "seconds": round(seconds, 2)}
+
+
+def run_mutations(exercise_id: str, sources: list[str], table, namespace: dict) -> dict:
     def one(mutation):
         name, old, new = mutation
         try:
-            mutated = without_solution_only(mutate(source, old, new))
+            mutated = [without_solution_only(s) for s in mutate_cells(sources, old, new)]
         except ValueError as err:
             return name, {"status": None, "message": None, "output": "", "error": str(err)}
-        return name, run_cell(mutated, dict(namespace), capture=not parallel)
+        return name, run_cells(mutated, dict(namespace), capture=not parallel)
 
     parallel = exercise_id in FRESH_PROCESS_CHECKS
     if parallel:
@@ -157,17 +198,23 @@ def main(lesson: str, out_path: str) -> None:
     module = importlib.import_module(f"answers.lesson{lesson}")
     table, rights = module.MUTATIONS, module.RIGHT_ANSWERS
     cells = solution_cells(lesson)
+    exercises = exercise_cells(cells)
+    first = {group[0]: i for i, group in exercises.items()}  # first cell -> its check's cell
     report = {"solution": {}, "mutations": {}, "right_answers": {}, "outputs": [], "unfilled": {}}
     report["filled_alone"] = {}
     namespace: dict = {}
-    for source in cells:
+    before: dict[int, dict] = {}  # check's cell -> the namespace its exercise started from
+    for i, source in enumerate(cells):
+        if i in first:
+            before[first[i]] = dict(namespace)
         exercise_id = checked_id(source)
         if exercise_id:
+            sources = [cells[j] for j in exercises[i]]
             report["mutations"][exercise_id] = run_mutations(
-                exercise_id, source, table.get(exercise_id, []), namespace
+                exercise_id, sources, table.get(exercise_id, []), before[i]
             )
             report["right_answers"][exercise_id] = run_mutations(
-                exercise_id, source, rights.get(exercise_id, []), namespace
+                exercise_id, sources, rights.get(exercise_id, []), before[i]
             )
         run = run_cell(without_solution_only(source), namespace)
         report["outputs"].append({"exercise": exercise_id, **run})
@@ -175,12 +222,14 @@ def main(lesson: str, out_path: str) -> None:
             report["solution"][exercise_id] = run
     stubs: dict = {}
     stubbed = False  # an earlier cell differs in the exercise notebook
-    for source in cells:
+    for i, source in enumerate(cells):
+        if i in first:
+            before[first[i]] = dict(stubs) if stubbed else None
         exercise_id = checked_id(source)
-        if exercise_id and stubbed:  # (else the solution's own run above is this run)
-            filled = without_solution_only(source)
-            report["filled_alone"][exercise_id] = run_cell(filled, dict(stubs))
-        stubbed = stubbed or strip_code(source) != without_solution_only(source)
+        if exercise_id and before[i] is not None:  # (else the solution's own run is this run)
+            filled = [without_solution_only(cells[j]) for j in exercises[i]]
+            report["filled_alone"][exercise_id] = run_cells(filled, before[i])
+        stubbed = stubbed or writes_answer(source)
         run = run_cell(strip_code(source), stubs)
         if exercise_id:
             report["unfilled"][exercise_id] = run

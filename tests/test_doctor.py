@@ -3,7 +3,8 @@ import sys
 
 import pytest
 
-from tflearn_helpers import doctor, lesson_sizes, memory
+from tflearn_helpers import lesson_sizes, memory
+from tflearn_helpers.runtime import doctor
 
 
 def _doctor(*args, timeout=300):
@@ -39,7 +40,6 @@ def test_doctor_gives_up_instead_of_hanging():
 def test_memory_report_names_lessons_that_would_not_fit(monkeypatch, capsys):
     from types import SimpleNamespace
 
-    from tflearn_helpers import doctor
     from tflearn_helpers.runtime.devices import DevicePlan
 
     env = SimpleNamespace(plan=DevicePlan("CPU", 1, 4), devices=["a"] * 4, scale="cpu")
@@ -50,7 +50,6 @@ def test_memory_report_names_lessons_that_would_not_fit(monkeypatch, capsys):
 
 
 def test_slurm_line_says_whether_lesson_07_can_start_its_cluster(monkeypatch):
-    from tflearn_helpers import doctor
     from tflearn_helpers.cluster import slurm
 
     if slurm.missing_programs():

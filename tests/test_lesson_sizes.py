@@ -1,7 +1,95 @@
+import ast
+import sys
+from pathlib import Path
+
 import pytest
 
 from tflearn_helpers import lesson_sizes, memory
 from tflearn_helpers.taught import lesson02, lesson03, lesson06
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import nbtools  # noqa: E402
+import save_taught  # noqa: E402
+
+# Where each lesson sets the batch and the task count of SMALL_MODELS: a name it binds to a
+# literal, else the first positional argument of its first call of that name, else the first
+# keyword of that name in any call.
+WHERE = {
+    "01": ("PER_REPLICA_BATCH", None),
+    "04": ("GLOBAL_BATCH", "WORKERS"),
+    "08": ("BATCH", "ps"),
+    "09": ("regression_batches", "ps"),
+}
+
+
+def _lesson_code(number: str) -> list[str]:
+    """The Python of a lesson's code cells, each ``%%writefile`` program's body included."""
+    path = next((nbtools.ROOT / "notebooks").glob(f"{number}_*.ipynb"))
+    sources = [c.source for c in nbtools.read(path).cells if c.cell_type == "code"]
+    programs = [s.split("\n", 1)[1] for s in sources if nbtools.is_program(s)]
+    return [nbtools.python_of(s) for s in sources if not nbtools.is_program(s)] + programs
+
+
+def _read(number: str):
+    """(MLP shapes, optimizers, a function: name -> the value WHERE reads) of a lesson's code."""
+    code = _lesson_code(number)
+    constants = save_taught.lesson_constants(code)
+    calls = []
+    for source in code:
+        try:
+            calls += [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)]
+        except SyntaxError:  # a program in another language (a Slurm batch script)
+            pass
+
+    def value(node):
+        return constants.get(node.id) if isinstance(node, ast.Name) else ast.literal_eval(node)
+
+    def name(call):
+        return getattr(call.func, "attr", getattr(call.func, "id", ""))
+
+    shapes, optimizers, kernels = set(), set(), []
+    for node in calls:
+        if name(node) == "Sequential" and isinstance(node.args[0], ast.List):
+            layers = [c for c in node.args[0].elts if isinstance(c, ast.Call)]
+            if [name(c) for c in layers] == ["Input", "Dense", "Dense"]:
+                shape = layers[0].args[0] if layers[0].args else layers[0].keywords[0].value
+                units = [value(c.args[0]) for c in layers[1:]]
+                shapes.add((value(shape.elts[0]), *units))
+        elif name(node) == "get_variable" and value(node.args[0]).endswith("/kernel"):
+            kernels.append([value(e) for e in node.args[1].elts])
+        elif name(node) in ("SGD", "GradientDescentOptimizer", "Adam"):
+            momentum = any(k.arg == "momentum" for k in node.keywords)
+            optimizers.add({"Adam": "adam"}.get(name(node), "momentum" if momentum else "sgd"))
+        optimizers |= {k.value.value for k in node.keywords if k.arg == "optimizer"
+                       and isinstance(k.value, ast.Constant)}  # fmt: skip
+    for first, second in zip(kernels, kernels[1:], strict=False):
+        if first[1] == second[0]:
+            shapes.add((first[0], first[1], second[1]))
+
+    def where(key):
+        if key in constants:
+            return constants[key]
+        found = [n.args[0] for n in calls if name(n) == key and n.args]
+        found += [k.value for n in calls for k in n.keywords if k.arg == key]
+        return value(found[0])
+
+    return shapes, optimizers, where
+
+
+@pytest.mark.parametrize("number", sorted(lesson_sizes.SMALL_MODELS))
+def test_each_small_model_is_the_one_its_lesson_trains(number):
+    """lesson_sizes' model, batch, optimizer and tasks of a lesson, read from its code."""
+    small = lesson_sizes.SMALL_MODELS[number]
+    shapes, optimizers, where = _read(number)
+    assert small.shape in shapes, (number, shapes)
+    assert small.optimizer in optimizers, (number, optimizers)
+    batch, tasks = WHERE[number]
+    assert (small.batch, small.tasks) == (where(batch), tasks and where(tasks))
+
+
+def test_a_drifted_model_is_caught():
+    shapes, optimizers, where = _read("04")
+    assert (20, 64, 10) not in shapes and "sgd" not in optimizers and where("GLOBAL_BATCH") != 32
 
 
 def test_the_old_gpu_settings_of_lessons_02_and_03_did_not_fit():

@@ -1,14 +1,15 @@
 """Each check against the wrong answers derived from its solution (its mutation table), and
 against right answers written differently from the solution (its right-answer table).
 
-``tests/answers/lessonNN.MUTATIONS`` (test data: kept out of the package, which holds only
-the checks) lists, per exercise, plausible mistakes as edits of the solution notebook's cell.
-tests/mutation_runner.py runs the lesson's solution cells in a fresh process, each mutated cell
-beside the right one; these tests read what it recorded: every mutation is answered "wrong"
-with a hint that does not give the answer away, every solution "right", the unfilled exercises
-"not attempted", and no cell shows a question's answer above it. ``RIGHT_ANSWERS`` lists, per
-exercise, other ways of writing the answer that the exercise's text allows (a learner's
-defaults, guards, other allowed sizes): each is "right".
+``tests/answers/lessonNN.MUTATIONS`` (test data: kept out of the package, which holds only the
+checks) lists, per exercise, plausible mistakes as edits of the exercise's cells in the solution
+notebook (the cell that calls its check, and the solution cells just before it).
+tests/mutation_runner.py runs the lesson's solution cells in a fresh process, each mutated
+exercise beside the right one; these tests read what it recorded: every mutation is answered
+"wrong" with a hint that does not give the answer away, every solution "right", the unfilled
+exercises "not attempted", and no cell shows a question's answer above it. ``RIGHT_ANSWERS``
+lists, per exercise, other ways of writing the answer that the exercise's text allows (a
+learner's defaults, guards, other allowed sizes): each is "right".
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from answers import (
     lesson08,
     lesson09,
 )
-from mutation_runner import checked_id, mutate, solution_cells, strip_code
+from mutation_runner import checked_id, exercise_cells, mutate_cells, solution_cells, strip_code
 
 from tflearn_helpers.checks import NOT_ATTEMPTED, RIGHT, WRONG
 
@@ -148,9 +149,15 @@ def _crash_report(stderr: str) -> str:
     return stderr[start : start + 6000] if start >= 0 else stderr[-3000:]
 
 
+def _cells(exercise_id: str) -> list[str]:
+    """The exercise's solution cells (tests/mutation_runner.py: ``exercise_cells``)."""
+    cells = solution_cells(exercise_id.split(".")[0])
+    i = next(i for i, s in enumerate(cells) if checked_id(s) == exercise_id)
+    return [cells[j] for j in exercise_cells(cells)[i]]
+
+
 def _cell(exercise_id: str) -> str:
-    lesson = exercise_id.split(".")[0]
-    return next(s for s in solution_cells(lesson) if checked_id(s) == exercise_id)
+    return "\n".join(_cells(exercise_id))
 
 
 def _answer_lines(exercise_id: str) -> list[str]:
@@ -184,7 +191,7 @@ def test_every_check_has_a_mutation_table_that_applies(lesson):
         names = [name for name, _, _ in mutations]
         assert len(set(names)) == len(names), exercise_id
         for name, old, new in mutations:
-            assert mutate(_cell(exercise_id), old, new) != _cell(exercise_id), name
+            assert mutate_cells(_cells(exercise_id), old, new) != _cells(exercise_id), name
 
 
 def test_every_expected_hint_names_a_mutation_of_the_table():
@@ -202,7 +209,7 @@ def test_every_check_has_a_right_answer_table_that_applies(lesson):
         names = [name for name, _, _ in answers]
         assert len(set(names)) == len(names), exercise_id
         for name, old, new in answers:
-            assert mutate(_cell(exercise_id), old, new) != _cell(exercise_id), name
+            assert mutate_cells(_cells(exercise_id), old, new) != _cells(exercise_id), name
             assert (old, new) not in wrong, name  # one edit cannot be both right and wrong
 
 

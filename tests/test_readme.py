@@ -52,4 +52,4 @@ def test_a_stale_name_is_caught():
     assert resolves("programs.events") and resolves("mirrored.max_abs_difference")
     assert not resolves("mirrored.no_such_function") and not resolves("cluster.no_module")
     assert package_names("`programs.events` and `tf.function`") == ["programs.events"]
-    assert package_names("`doctor.py` and `doctor.main`") == ["doctor.main"]
+    assert package_names("`runtime.py` and `runtime.doctor`") == ["runtime.doctor"]

@@ -80,6 +80,27 @@ def test_a_name_the_lesson_neither_imports_nor_saves_is_an_error(tmp_path):
         save_taught.generate(tmp_path, [path])
 
 
+def test_a_constant_the_lesson_binds_once_to_a_literal_goes_with_the_definition(tmp_path):
+    path = _course(
+        tmp_path,
+        "KB, MB = 1_000, 1_000_000\nN = 2\nN = 3\nLIMIT = len('ab')\n",
+        "# @save topics.demo\ndef double(size=64 * KB):\n    return 2 * size / MB\n",
+    )
+    ((dest, text),) = save_taught.generate(tmp_path, [path]).items()
+    assert "KB = 1000\nMB = 1000000\n" in text and '__all__ = ["double"]' in text  # not exported
+    module = {}
+    exec(compile(text, str(dest), "exec"), module)
+    assert module["double"]() == 2 * 64_000 / 1_000_000
+    for bound_twice_or_computed in ("N", "LIMIT"):
+        path = _course(
+            tmp_path / bound_twice_or_computed,
+            "N = 2\nN = 3\nLIMIT = len('ab')\n",
+            f"# @save topics.demo\ndef double():\n    return 2 * {bound_twice_or_computed}\n",
+        )
+        with pytest.raises(ValueError, match=bound_twice_or_computed):
+            save_taught.generate(tmp_path / bound_twice_or_computed, [path])
+
+
 def test_the_module_a_marker_names_imports_the_name_and_keeps_no_copy(tmp_path):
     saved = "# @save topics.demo\ndef double():\n    return 2\n"
     path = _course(tmp_path, saved, module="x = 1\n")

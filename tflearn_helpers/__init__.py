@@ -11,9 +11,10 @@ then ``mirrored.make_train_step``). Importing this package never imports TensorF
 The modules are grouped by their job: ``runtime/`` (what runs before TensorFlow loads),
 ``programs/`` (starting a program, hearing its events), ``cluster/`` (TF clusters, Slurm,
 Kubernetes, the shaped link), ``measuring/`` (timing, memory, reports), ``checks/`` (exercise
-feedback), ``topics/`` (the lesson topics), ``scripts/`` (programs lessons start) and
-``doctor``. A lesson names a module of ``topics/`` or ``measuring/`` by its own name
-(``from tflearn_helpers import placement``): this package imports it on first use.
+feedback), ``topics/`` (the lesson topics), ``taught/`` (generated from the lessons) and
+``scripts/`` (programs lessons start). A lesson names a module of ``topics/`` or ``measuring/``
+by its own name (``from tflearn_helpers import placement``): this package imports it on first
+use.
 """
 
 from .checks import check, ready

@@ -15,7 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     doctor.add_argument("--devices", type=int, default=2, help="simulated devices to test")
     doctor.add_argument("--timeout", type=float, default=180, help="seconds before giving up")
     args = parser.parse_args(argv)
-    from .doctor import main as doctor_main
+    from .runtime.doctor import main as doctor_main
 
     return doctor_main(devices=args.devices, timeout=args.timeout)
 

@@ -9,12 +9,14 @@ decorators):
 This tool writes every marked definition of lesson NN, as the lesson writes it, into one whole
 generated file, ``tflearn_helpers/taught/lessonNN.py`` ("generated from lesson NN: edit the
 lesson"). Inside each function it puts the lesson's imports of what the body uses (importing the
-package never imports TensorFlow); any other name a definition uses must be another definition
-the lesson saves. ``MODULE`` (dotted from the package root, or a path with a ``/``: a
-benchmark's file) is where the name is used from: that hand-written file imports it from the
-generated one (``from ..taught.lesson01 import make_train_step``), and this tool checks that it
-does and that it keeps no copy of its own. The lesson is the one source: edit it, then run this
-tool; ``--check`` (tests/test_save_taught.py) fails when a generated file is stale.
+package never imports TensorFlow); a constant the lesson binds once to a literal (``KB, MB =
+1_000, 1_000_000``) and a definition uses goes above the definitions; any other name a
+definition uses must be another definition the lesson saves. ``MODULE`` (dotted from the package
+root, or a path with a ``/``: a benchmark's file) is where the name is used from: that
+hand-written file imports it from the generated one (``from ..taught.lesson01 import
+make_train_step``), and this tool checks that it does and that it keeps no copy of its own. The
+lesson is the one source: edit it, then run this tool; ``--check`` (tests/test_save_taught.py)
+fails when a generated file is stale.
 
 A whole ``%%writefile`` program is saved with a ``# @save-program PATH`` line in it: PATH
 (from the repository's root) becomes the program as the lesson writes it, without that line.
@@ -65,6 +67,7 @@ class Taught:
     destination: Path
     lines: tuple[str, ...]  # the definition as the lesson writes it
     imports: tuple[tuple[str, tuple[str, ...]], ...]  # (name, the lesson's statements binding it)
+    constants: tuple[tuple[str, str], ...]  # (name, "NAME = literal") of the constants it uses
     insert_at: int  # where in ``lines`` imports go (the first statement after a docstring)
     indent: str
 
@@ -112,6 +115,7 @@ def marked(path: Path, root: Path = ROOT) -> list[Taught]:
             _imports(source, imported)
         except SyntaxError:  # a %%writefile of another language (a Slurm batch script)
             continue
+    constants = {n: f"{n} = {v!r}" for n, v in lesson_constants(cells).items() if n not in imported}
     found = []
     for source in cells:
         if "@save" not in source:
@@ -122,17 +126,19 @@ def marked(path: Path, root: Path = ROOT) -> list[Taught]:
             first = _start(node) - 1  # 0-based index of its first line
             mark = MARK.match(lines[first - 1].strip()) if first > 0 else None
             if mark and isinstance(node, ast.FunctionDef | ast.ClassDef):
-                in_cell.append(_taught(node, lines, imported, path, mark.group(1), root))
+                saved = _taught(node, lines, imported, constants, path, mark.group(1), root)
+                in_cell.append(saved)
         if len(in_cell) != sum(bool(MARK.match(line.strip())) for line in lines):
             raise ValueError(f"{path.name}: a '# @save MODULE' line must stand just above a def")
         found += in_cell
     return found
 
 
-def _taught(node, lines, imported, path: Path, spec: str, root: Path) -> Taught:
+def _taught(node, lines, imported, constants, path: Path, spec: str, root: Path) -> Taught:
     first = _start(node) - 1
     body = [s for s in node.body if not _is_docstring(s)]
-    needed = tuple((n, imported[n]) for n in sorted(_free_names(node)) if n in imported)
+    free = sorted(_free_names(node))
+    needed = tuple((n, imported[n]) for n in free if n in imported)
     needed = tuple(sorted(needed, key=lambda pair: len(pair[1])))  # imports before aliases
     at = _start(body[0]) - 1 - first if body and isinstance(node, ast.FunctionDef) else None
     return Taught(
@@ -142,6 +148,7 @@ def _taught(node, lines, imported, path: Path, spec: str, root: Path) -> Taught:
         destination_of(spec, root),
         tuple(lines[first : node.end_lineno]),
         needed if at is not None else (),
+        tuple((n, constants[n]) for n in free if n in constants and n not in imported),
         at or 0,
         " " * body[0].col_offset if body else "",
     )
@@ -167,6 +174,56 @@ def _imports(source: str, found: dict) -> dict[str, tuple[str, ...]]:
             name = node.targets[0]
             if isinstance(name, ast.Name) and isinstance(root, ast.Name) and root.id in found:
                 found[name.id] = (*found[root.id], ast.unparse(node))
+    return found
+
+
+_NOT_A_LITERAL = object()
+
+
+def lesson_constants(cells: list[str]) -> dict[str, object]:
+    """Name -> value of what a notebook's top level (its cells' Python) binds once, to a literal."""
+    bound = {}
+    for source in cells:
+        try:
+            _bindings(source, bound)
+        except SyntaxError:
+            continue
+    return {n: v[0] for n, v in bound.items() if len(v) == 1 and v[0] is not _NOT_A_LITERAL}
+
+
+def _bindings(source: str, found: dict) -> dict[str, list]:
+    """Name -> the values a notebook's top level binds it to (``_NOT_A_LITERAL`` for a value
+    that is not a literal), added to ``found``: a name bound once to a literal is a constant."""
+
+    def value_of(node):
+        try:
+            return ast.literal_eval(node)
+        except ValueError:
+            return _NOT_A_LITERAL
+
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                value = node.value
+                if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+                    same = len(target.elts) == len(value.elts)
+                    pairs = zip(target.elts, value.elts, strict=True) if same else [(target, None)]
+                else:
+                    pairs = [(target, value)]
+                for name, value in pairs:
+                    for n in ast.walk(name):
+                        if isinstance(n, ast.Name):
+                            literal = value_of(value) if n is name and value else _NOT_A_LITERAL
+                            if isinstance(node, ast.AugAssign):
+                                literal = _NOT_A_LITERAL
+                            found.setdefault(n.id, []).append(literal)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef):
+            found.setdefault(node.name, []).append(_NOT_A_LITERAL)
+        else:  # a loop, a with, ...: whatever it binds is no constant
+            for n in ast.walk(node):
+                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                    found.setdefault(n.id, []).append(_NOT_A_LITERAL)
     return found
 
 
@@ -375,7 +432,7 @@ def _lesson_file(lesson, path, taught, setup, picked, root) -> str:
         (t.name, n)
         for t in taught
         for n in _free_names(ast.parse("\n".join(t.lines)).body[0])
-        if n not in names and n not in dict(t.imports)
+        if n not in names and n not in dict(t.imports) and n not in dict(t.constants)
     }
     if missing:
         raise ValueError(
@@ -386,6 +443,8 @@ def _lesson_file(lesson, path, taught, setup, picked, root) -> str:
         _check_user(t, root)
     data = {"SETUP": setup, "SIZES": picked}  # what doctor and the memory model read
     data_lines = [f"{name} = {value!r}\n" for name, value in data.items() if value]
+    constants = sorted({c for t in taught for _, c in t.constants})  # the lesson's values
+    data_lines += [f"{c}\n" for c in constants]
     head = TAUGHT_HEAD.format(lesson=lesson, notebook=f"{path.parent.name}/{path.name}")
     exported = sorted(names + [name for name, value in data.items() if value])
     text = head + f"__all__ = {exported!r}\n\n" + "".join(data_lines)

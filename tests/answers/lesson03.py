@@ -55,9 +55,9 @@ _ONE_AT_A_TIME = """    kept = [[] for _ in stages]
 """
 
 # Wrong answers derived from the solution (solutions/03_resnet50_model_parallel.ipynb), one
-# plausible mistake each: exercise -> [(name, text of the solution cell, what replaces it)].
-# tests/test_mutations.py applies each to the solution cell and expects "wrong". 03.1's cell
-# builds ResNet-101 (about 4 s at smoke alone) before the check; a mistake in the training step
+# plausible mistake each: exercise -> [(name, text of the exercise's cells, what replaces it)].
+# tests/test_mutations.py applies each to the exercise's cells and expects "wrong". 03.1's three
+# cells build ResNet-101 (about 4 s at smoke alone) before the check; a mistake in the training step
 # costs about 10 CPU-s (three eager passes of ResNet-101), so only two are here (below);
 # tests/test_lesson03_checks.py gives it more wrong training steps on a small model.
 _CUTS = "cuts = [blocks[i] for i in min(itertools.combinations(range(len(blocks)), K - 1), key=fullest)]\n"  # noqa: E501

@@ -5,7 +5,7 @@ SETUP: its setup cell's settings; SIZES: each pick(smoke=..., cpu=..., gpu=...) 
 Each definition is the lesson's, with the lesson's imports of what it uses inside its body.
 """
 
-__all__ = ["SETUP", "SIZES", "segment_models"]
+__all__ = ["SETUP", "SIZES", "fill_drain", "one_f_one_b", "segment_models"]
 
 SETUP = {"devices": 4, "gpu_memory_mb": 3328, "intra_op_threads": 1}
 SIZES = {
@@ -28,3 +28,20 @@ def segment_models(model, cuts):
     ends = [model.get_layer(c).output for c in cuts] + list(model.outputs)
     starts = list(model.inputs) + ends[:-1]
     return [keras.Model(start, end) for start, end in zip(starts, ends, strict=True)]
+
+
+def fill_drain(k, m):
+    """Per stage: all forward passes, then all backward passes (GPipe's order)."""
+    return [[("F", i) for i in range(m)] + [("B", i) for i in range(m)] for _ in range(k)]
+
+
+def one_f_one_b(k, m):
+    """Per stage: K-s-1 forwards to fill the pipe, then one forward and one backward in turn."""
+    orders = []
+    for s in range(k):
+        warm = min(k - s - 1, m)
+        order = [("F", i) for i in range(warm)]
+        for i in range(warm, m):
+            order += [("F", i), ("B", i - warm)]
+        orders.append(order + [("B", i) for i in range(m - warm, m)])
+    return orders

@@ -31,6 +31,7 @@ __all__ = [
     "PER_REPLICA_BATCH",
     "PROBE_BATCH",
     "RESNET_IMAGE",
+    "SMALL_MODELS",
     "STRONG_GLOBAL_BATCH",
     "by_number",
     "mlp",
@@ -66,6 +67,26 @@ PIPELINE_BATCH = lesson03.SIZES["BATCH"]
 MICRO_BATCHES = lesson03.SIZES["MICRO"]["gpu"]
 TRANSFORMER_SHAPE = lesson06.SIZES["SHAPE"]  # lesson 06: the Transformer whose peak it measures
 PROBE_BATCH = lesson06.SIZES["PROBE_BATCH"]["gpu"]  # lesson 06's batch for that measurement
+
+
+@dataclass(frozen=True)
+class SmallModel:
+    """The small MLP a lesson trains (``models.mlp``) and one of its steps."""
+
+    shape: tuple[int, int, int]  # features, hidden units, outputs
+    batch: int  # examples of a step: per replica (01), global (04), per worker (08, 09)
+    optimizer: str  # as ``memory.slots`` names it
+    tasks: int | None = None  # its workers (04) or parameter servers (08, 09); 01: every device
+
+
+#: The lessons' own models and steps: tests/test_lesson_sizes.py reads each figure from the
+#: lesson's code, and fails when one drifts from it.
+SMALL_MODELS = {
+    "01": SmallModel((20, 128, 10), 32, "adam"),
+    "04": SmallModel((16, 64, 1), 64, "momentum", tasks=2),
+    "08": SmallModel((20, 32, 4), 128, "sgd", tasks=2),
+    "09": SmallModel((8, 32, 1), 32, "sgd", tasks=2),
+}
 
 
 @functools.cache
@@ -117,19 +138,25 @@ def _lesson00(profile: str, n: int) -> list[int]:
     return [3 * side * side * 4] * n  # x, x + i and their product on every device
 
 
-def _lesson08(profile: str, n: int) -> list[int]:
-    prints = memory.parameter_server(mlp(784, 128, 10), 1, 32, "sgd")
+def _parameter_servers(number: str) -> list[int]:
+    """Each ps task's bytes and a worker's (lessons 08 and 09)."""
+    small = SMALL_MODELS[number]
+    prints = memory.parameter_server(mlp(*small.shape), small.tasks, small.batch, small.optimizer)
     return [p.total for p in prints.values()]
+
+
+def _lesson08(profile: str, n: int) -> list[int]:
+    return _parameter_servers("08")
 
 
 def _lesson09(profile: str, n: int) -> list[int]:
-    prints = memory.parameter_server(mlp(8, 32, 1), 2, 64, "sgd")
-    return [p.total for p in prints.values()]
+    return _parameter_servers("09")
 
 
 def _lesson01(profile: str, n: int) -> list[int]:
     gradient = resnet50(32).trainable_bytes  # the all-reduce of a ResNet-50-sized gradient
-    replica = memory.mirrored(mlp(20, 128, 10), 32 * n, n, "sgd")
+    small = SMALL_MODELS["01"]
+    replica = memory.mirrored(mlp(*small.shape), small.batch * n, n, small.optimizer)
     return [replica.total + 3 * gradient] * n  # input, output and one packed buffer
 
 
@@ -159,7 +186,9 @@ def _lesson03(profile: str, n: int) -> list[int]:
 
 
 def _lesson04(profile: str, n: int) -> list[int]:
-    return [memory.mirrored(mlp(20, 64, 10), 64, 2, "sgd").total] * n
+    small = SMALL_MODELS["04"]
+    step = memory.mirrored(mlp(*small.shape), small.batch, small.tasks, small.optimizer)
+    return [step.total] * n
 
 
 def _lesson06(profile: str, n: int) -> list[int]:

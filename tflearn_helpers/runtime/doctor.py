@@ -23,10 +23,10 @@ import threading
 import time
 from dataclasses import dataclass
 
-from .runtime import startup_noise
-from .runtime.devices import plan_devices
-from .topics import memory
-from .topics.lesson_sizes import FRACTION, Lesson
+from ..topics import memory
+from ..topics.lesson_sizes import FRACTION, Lesson
+from . import startup_noise
+from .devices import plan_devices
 
 __all__ = [
     "HEADERS",
@@ -50,7 +50,7 @@ def main(devices: int = 2, timeout: float = 120.0) -> int:
     watchdog.daemon = True
     watchdog.start()
     try:
-        from . import setup_course
+        from .environment import setup_course
 
         env = setup_course(devices=max(devices, 2))
         for name, check in (
@@ -101,7 +101,7 @@ def _mirrored_step(env) -> str:
 def _grpc_round_trip(env) -> str:
     import tensorflow as tf
 
-    from .cluster import local_cluster_spec, start_server
+    from ..cluster import local_cluster_spec, start_server
 
     spec = local_cluster_spec(workers=1)
     server = start_server(spec, "worker", 0)
@@ -117,8 +117,8 @@ def _grpc_round_trip(env) -> str:
 
 def _memory_report(env) -> None:
     """Each lesson's predicted peak per device here, and the lessons that would not fit."""
-    from .measuring.report import format_table
-    from .topics import lesson_sizes
+    from ..measuring.report import format_table
+    from ..topics import lesson_sizes
 
     gpu_mib = gpu_memory_mib() if env.plan.kind == "GPU" else None
     if gpu_mib:
@@ -152,7 +152,7 @@ def _legacy_kernel() -> str:
 
 def _slurm_cluster(nodes: int = 2) -> tuple[str, str]:
     """("ok" or "warn", why): can lesson 07 start its ``nodes``-node Slurm cluster here?"""
-    from .cluster import slurm
+    from ..cluster import slurm
 
     missing = slurm.missing_programs()
     if missing:
