@@ -8,7 +8,7 @@ Then the same training step is timed with the BFC allocator on and off, side by 
 on (the course's CPU setting; its own allocator is the default then) and off (TensorFlow's
 plain CPU allocator is the default then).
 
-    python benchmarks/memory_vs_model.py [--tolerance 0.3] [--quick | --speed-only]
+    python benchmarks/memory_vs_model.py [--tolerance 0.3] [--quick | --speed-only | --policy P]
 """
 
 from __future__ import annotations
@@ -97,11 +97,17 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="the 64x64 ResNet-50 cases only")
     parser.add_argument("--steps", type=int, default=5, help="timed steps per allocator")
     parser.add_argument("--speed-only", action="store_true", help="only time the allocators")
+    policies = sorted({case[3] for case in CASES})
+    parser.add_argument(
+        "--policy", choices=policies, help="only this policy's rows, and no allocator timing"
+    )
     args = parser.parse_args()
     worst = 0.0
     if not args.speed_only:
-        worst = report_sweep(sweep(CASES[:3] if args.quick else CASES), args.tolerance)
-    for onednn in (True, False):
+        cases = CASES[:3] if args.quick else CASES
+        cases = [case for case in cases if args.policy in (None, case[3])]
+        worst = report_sweep(sweep(cases), args.tolerance)
+    for onednn in () if args.policy else (True, False):
         with_bfc, without = bfc_speed(16, args.steps, onednn)
         print(
             f"ResNet-50 64x64 batch 16 step, oneDNN {'on' if onednn else 'off'}: BFC allocator "
