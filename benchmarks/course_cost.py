@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import course  # noqa: E402  (tools/course.py: the course runner)
 from mixed_precision_cpu import cpu_features  # noqa: E402
 
-BUDGET = {"smoke": 60, "cpu": 180}  # seconds per lesson on 2 cores (the brief, issue 23)
+BUDGET = {"smoke": 60, "cpu": 180}  # seconds per lesson on 2 cores (the course's time budget)
 
 
 def main() -> None:

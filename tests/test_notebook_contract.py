@@ -45,7 +45,7 @@ def test_legacy_lab_declares_its_kernel():
         assert nbtools.read(path).metadata.kernelspec.name == "tflearn-legacy"
 
 
-# --- The readability contract (COURSE_DESIGN contract item 7, issue 19) ----------------------
+# --- The readability contract (COURSE_DESIGN contract item 7) ----------------------
 #: Lessons (and solutions, "solutions/NN") that do not meet the readability contract yet, with
 #: why. The ONE list: a notebook here is expected to fail (strict xfail), so the test fails as
 #: soon as it passes; remove it from this list when its fix lands. "course" is the course-wide

@@ -1,5 +1,5 @@
 """tools/taught.differs_from_taught: the one comparison of a package helper with the code a
-lesson writes (issue 19 item 3), on small notebooks written here."""
+lesson writes, on small notebooks written here."""
 
 import sys
 import textwrap

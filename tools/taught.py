@@ -1,4 +1,4 @@
-"""One source for taught code (issue 19 item 3): a package helper that reuses a lesson's
+"""One source for taught code: a package helper that reuses a lesson's
 code is compared, by syntax tree, with every definition the lesson writes."""
 
 from __future__ import annotations

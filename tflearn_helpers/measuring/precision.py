@@ -3,7 +3,7 @@
 GPUs: ``mixed_float16`` with loss scaling (Tensor Cores). CPUs: ``mixed_bfloat16`` where the
 CPU has bfloat16 units (AVX512-BF16, AMX-BF16), ``float32`` otherwise. The flags are not
 enough: on an Intel Xeon with AVX512-FP16 and AMX, oneDNN's float16 convolution training
-step was measured about 700x slower than float32 (issue 23, docs/MEASURED.md). So
+step was measured about 700x slower than float32 (docs/MEASURED.md). So
 ``probe`` times one tiny training step per policy in a child process with one deadline;
 a policy that misses it is "too slow here" and is never swept. Lesson 02 writes the choice of
 a policy from the machine's kind, its flags and the probe.
