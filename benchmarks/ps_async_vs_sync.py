@@ -24,7 +24,7 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from tflearn_helpers import between_graph_runs, cluster, report  # noqa: E402
+from tflearn_helpers import cluster, ps_workers, report  # noqa: E402
 
 COUNTS = (1, 2, 4)
 MODES = ("async", "sync")
@@ -45,14 +45,14 @@ def measure(spec: dict, program: Path, workers: int, mode: str, args, name: str)
     """One run to ``args.updates`` global updates; the summary of its workers' logs."""
     argv = ["--mode", mode, "--workers", workers, "--aggregate", workers, "--run", name]
     argv += ["--updates", args.updates, "--batch", args.batch]
-    with between_graph_runs.WorkerProcesses(spec, program, workers, argv) as run:
+    with ps_workers.WorkerProcesses(spec, program, workers, argv) as run:
         run.go()
         if not run.wait_for_step(args.updates, timeout_s=300):
             raise RuntimeError(
                 f"{mode} with {workers} workers stopped before {args.updates} updates; "
                 f"worker 0's log:\n{run.procs.logs('worker', 0)[-1500:]}"
             )
-        return between_graph_runs.summarize(run.finish(grace_s=1.0))
+        return ps_workers.summarize(run.finish(grace_s=1.0))
 
 
 def main() -> None:

@@ -111,7 +111,7 @@ def test_watching_records_calls_through_the_module_and_puts_it_back():
 
 
 def test_course_calls_sees_the_package_however_it_is_reached():
-    from tflearn_helpers.topics.between_graph_runs import WorkerLog  # imported before the call
+    from tflearn_helpers.topics.ps_workers import WorkerLog  # imported before the call
 
     def borrowed(before, after):
         return WorkerLog(0, before=before, after=after).staleness

@@ -44,7 +44,7 @@ def test_08_3_staleness():
         return [a - b for b, a in zip(before, after, strict=True)]
 
     def borrowed(before, after):
-        from tflearn_helpers.topics.between_graph_runs import WorkerLog
+        from tflearn_helpers.topics.ps_workers import WorkerLog
 
         return WorkerLog(0, before=before, after=after).staleness
 

@@ -32,7 +32,7 @@ REPO_SLUG = "tflearn-course/tflearn"
 #: Module -> the subpackage it lives in, for the modules lessons name from the package root.
 _BY_NAME = {
     **dict.fromkeys(
-        ["between_graph", "between_graph_runs", "datasets", "input_pipeline"]
+        ["between_graph", "ps_workers", "datasets", "input_pipeline"]
         + ["lesson_sizes", "memory", "mirrored", "model_parallel", "models", "multi_worker"]
         + ["placement", "sharding", "stage_threads"],
         "topics",

@@ -78,7 +78,7 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         (
             "the course's own WorkerLog(...).staleness",
             "    return [a - b - 1 for b, a in zip(before, after, strict=True)]\n",
-            "    from tflearn_helpers.topics.between_graph_runs import WorkerLog\n\n"
+            "    from tflearn_helpers.topics.ps_workers import WorkerLog\n\n"
             "    return WorkerLog(0, before=before, after=after).staleness\n",
         ),
         (

@@ -5,7 +5,7 @@ puts the variables on the ps tasks (round-robin in creation order) and the compu
 worker's device. This module holds the graph lesson 08's worker program builds, reports its
 placement (for lesson 08's exercises) and gives non-chief workers a session that polls
 quickly for the chief (the program's class, reused by the exercise checks' programs).
-:mod:`tflearn_helpers.topics.between_graph_runs` runs the workers and measures them.
+:mod:`tflearn_helpers.topics.ps_workers` runs the workers and measures them.
 """
 
 from __future__ import annotations

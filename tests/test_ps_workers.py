@@ -1,4 +1,4 @@
-"""between_graph_runs: running TF1 parameter-server training and measuring it (lesson 08).
+"""ps_workers: running TF1 parameter-server training and measuring it (lesson 08).
 
 The training itself needs a cluster and runs in the lesson; these tests cover the
 bookkeeping and the input checks.
@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from tflearn_helpers import between_graph_runs
+from tflearn_helpers import ps_workers
 from tflearn_helpers.programs import events
 
 SPEC = {"ps": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]}
@@ -17,7 +17,7 @@ SPEC = {"ps": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]}
 
 def _log(index, before, after, start=0.0, dt=0.1):
     times = [start + dt * (i + 1) for i in range(len(before))]
-    return between_graph_runs.WorkerLog(
+    return ps_workers.WorkerLog(
         index, before=before, after=after, losses=[1.0] * len(before), times=times
     )
 
@@ -29,19 +29,19 @@ def test_staleness_counts_other_workers_updates():
 
 def test_summarize_async_and_sync_logs():
     async_logs = [_log(0, [0, 2, 4, 6], [1, 3, 5, 7]), _log(1, [0, 1, 3, 5], [2, 4, 6, 8])]
-    s = between_graph_runs.summarize(async_logs, warmup=1)
+    s = ps_workers.summarize(async_logs, warmup=1)
     assert s["worker_steps"] == 8 and s["updates"] == 8 and s["steps_per_update"] == 1
     assert s["mean_staleness"] == pytest.approx(
         sum(x for log in async_logs for x in log.staleness) / 8
     )
     assert s["updates_per_s"] > 0
     sync_logs = [_log(0, [0, 1, 2], [1, 2, 3]), _log(1, [0, 1, 2], [1, 2, 3])]
-    s = between_graph_runs.summarize(sync_logs, warmup=1)
+    s = ps_workers.summarize(sync_logs, warmup=1)
     assert s["steps_per_update"] == 2 and s["max_staleness"] == 0
 
 
 def test_summarize_empty_logs():
-    s = between_graph_runs.summarize([between_graph_runs.WorkerLog(1)])
+    s = ps_workers.summarize([ps_workers.WorkerLog(1)])
     assert s["worker_steps"] == 0 and s["updates"] == 0
 
 
@@ -58,7 +58,7 @@ def test_parse_worker_log_reads_events_and_skips_noise():
             events.line("step", before=3, after=4, loss=1.0, t=13.3)[:-12],  # cut short by a kill
         ]
     )
-    log = between_graph_runs.parse_worker_log(1, text)
+    log = ps_workers.parse_worker_log(1, text)
     assert log.task_index == 1 and log.ready_at == 12.5
     assert log.before == [0, 2] and log.after == [2, 3] and log.staleness == [1, 0]
     assert log.losses == [1.5, 1.0] and log.times == [13.0, 13.1]
@@ -66,14 +66,14 @@ def test_parse_worker_log_reads_events_and_skips_noise():
 
 
 def test_parse_worker_log_of_a_silent_worker_is_empty():
-    log = between_graph_runs.parse_worker_log(0, "Traceback (most recent call last):\n")
+    log = ps_workers.parse_worker_log(0, "Traceback (most recent call last):\n")
     assert np.isnan(log.ready_at) and log.times == [] and log.trace == {}
 
 
 @pytest.mark.parametrize("workers", [0, 3])
 def test_worker_processes_reject_more_workers_than_the_cluster_has(workers):
     with pytest.raises(ValueError, match="worker"):
-        between_graph_runs.WorkerProcesses(SPEC, "program.py", workers)
+        ps_workers.WorkerProcesses(SPEC, "program.py", workers)
 
 
 FAKE_WORKER = """
@@ -100,7 +100,7 @@ def test_worker_processes_start_together_report_steps_and_stop(tmp_path):
     program = tmp_path / "fake_worker.py"
     program.write_text(FAKE_WORKER)
     spec = {"ps": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]}
-    with between_graph_runs.WorkerProcesses(spec, program, 2, ["--steps", 20]) as run:
+    with ps_workers.WorkerProcesses(spec, program, 2, ["--steps", 20]) as run:
         assert run.global_step() == 0  # nobody steps before go()
         run.go(timeout_s=60)
         assert run.wait_for_worker_steps(1, 5, timeout_s=60)
@@ -117,7 +117,7 @@ def test_worker_processes_report_a_worker_that_dies_before_it_is_ready(tmp_path)
     program.write_text("raise SystemExit('no TensorFlow here')\n")
     spec = {"ps": ["localhost:1"], "worker": ["localhost:2"]}
     with (
-        between_graph_runs.WorkerProcesses(spec, program, 1) as run,
+        ps_workers.WorkerProcesses(spec, program, 1) as run,
         pytest.raises(RuntimeError, match="exited"),
     ):
         run.go(timeout_s=30)
@@ -127,7 +127,7 @@ def test_a_frozen_worker_is_alive_silent_and_stopped_by_finish(tmp_path):
     program = tmp_path / "fake_worker.py"
     program.write_text(FAKE_WORKER)
     spec = {"ps": ["localhost:1"], "worker": ["localhost:2"]}
-    with between_graph_runs.WorkerProcesses(spec, program, 1, ["--steps", 10**6]) as run:
+    with ps_workers.WorkerProcesses(spec, program, 1, ["--steps", 10**6]) as run:
         run.go(timeout_s=60)
         assert run.wait_for_step(5, timeout_s=60)
         run.freeze(0)
