@@ -169,6 +169,31 @@ def test_a_program_written_by_several_cells_is_saved_whole(tmp_path):
         save_taught.programs(path, tmp_path)
 
 
+def test_a_program_grown_by_patched_edits_is_saved_as_it_ends(tmp_path):
+    cells = [
+        '%%writefile $W\n"""A worker."""\n# @save-program tflearn_helpers/scripts/w.py\n'
+        "import sys\n\nprint(sys.argv)\n",
+        'W = patched(W, "w.py", ("import sys\\n", "import os\\nimport sys\\n"))\n',
+        'PACED = patched(W, "paced.py", ("print(", "sleep(); print("))  # a copy: not saved\n',
+        'W = patched(\n    W,\n    "w.py",\n'
+        '    ("print(sys.argv)\\n", "print(sys.argv, os.sep)\\n"),\n'
+        '    ("import os\\n", "import os  # the separator\\n"),\n)\n',
+    ]
+    path = _course(tmp_path, *cells)
+    (text,) = save_taught.programs(path, tmp_path).values()
+    body = text.split('"""A worker."""\n', 1)[1]
+    assert body == "\nimport os  # the separator\nimport sys\n\nprint(sys.argv, os.sep)\n"
+    for bad, error in [
+        ('W = patched(W, "w.py", ("nowhere", "x"))\n', "exactly one place"),
+        ('W = patched(W, "w.py", (OLD, "x"))\n', "string literals"),
+    ]:
+        nb = nbtools.read(path)
+        nb.cells.append(nbformat.v4.new_code_cell(bad))
+        nbtools.write(nb, tmp_path / "notebooks" / "07_bad.ipynb")
+        with pytest.raises(ValueError, match=error):
+            save_taught.programs(tmp_path / "notebooks" / "07_bad.ipynb", tmp_path)
+
+
 MISSPELLED = [
     "#@save demo",
     "#  @save demo",

@@ -21,7 +21,10 @@ fails when a generated file is stale.
 A whole ``%%writefile`` program is saved with a ``# @save-program PATH`` line in it: PATH
 (from the repository's root) becomes the program as the lesson writes it, without that line.
 A long program may be written by several cells: the marked one, then ``%%writefile -a``
-cells with the same target, appended in the order of the notebook.
+cells with the same target, appended in the order of the notebook. It may also grow by edits,
+the lesson's ``NAME = patched(NAME, FILE, (old, new), ...)`` (``NAME``: the ``$NAME`` its
+``%%writefile`` names; each ``old`` and ``new`` a string literal, ``old`` found exactly once),
+applied in the order of the notebook: the saved program is the program as it ends.
 
 The markers have one spelling, ``# @save MODULE`` and ``# @save-program PATH``, alone on
 their line: a code line that starts like one and is spelled otherwise (``#@save``,
@@ -301,11 +304,17 @@ def _check_user(t: Taught, root: Path) -> None:
 def programs(path: Path, root: Path = ROOT) -> dict[Path, str]:
     """A notebook's ``%%writefile`` programs marked ``# @save-program PATH``: PATH's text, the
     program whole (the marker line left out, and every later ``%%writefile -a`` cell of the
-    same target appended) under a line that says where it comes from."""
+    same target appended, every later ``NAME = patched(NAME, ...)`` edit applied) under a line
+    that says where it comes from."""
     parts: dict[Path, list[str]] = {}
     saving: dict[str, list[Path]] = {}  # a %%writefile target, as the cells spell it -> PATHs
     for cell in read(path).cells:
-        if cell.cell_type != "code" or not is_program(cell.source):
+        if cell.cell_type == "code" and not is_program(cell.source):
+            for target, edits in _patches(cell.source):
+                for spec in saving.get(target, []):
+                    parts[spec] = [_edited("\n\n".join(parts[spec]), edits, path)]
+            continue
+        if cell.cell_type != "code":
             continue
         options = cell.source.lstrip().split("\n", 1)[0].split()[1:]
         append = bool(options) and options[0] in ("-a", "--append")
@@ -324,6 +333,48 @@ def programs(path: Path, root: Path = ROOT) -> dict[Path, str]:
             saving[target].append(root / spec)
     head = PROGRAM_HEAD.format(notebook=f"{path.parent.name}/{path.name}")
     return {spec: _ruff(head + "\n\n".join(text), spec) for spec, text in parts.items()}
+
+
+def _patches(source: str) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The ``NAME = patched(NAME, FILE, (old, new), ...)`` statements of a code cell, as
+    (``$NAME``, its edits); an edit that is not a pair of string literals is an error."""
+    try:
+        tree = ast.parse(python_of(source))
+    except SyntaxError:
+        return []
+    found = []
+    for node in tree.body:
+        call = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        if not (
+            isinstance(call, ast.Call)
+            and getattr(call.func, "id", "") == "patched"
+            and isinstance(node.targets[0], ast.Name)
+            and call.args
+            and getattr(call.args[0], "id", "") == node.targets[0].id
+        ):
+            continue  # a copy under another name (a demonstration), not the program itself
+        try:
+            edits = [ast.literal_eval(a) for a in call.args[2:]]
+        except ValueError:
+            edits = []
+        if not edits or not all(
+            isinstance(e, tuple) and len(e) == 2 and all(isinstance(s, str) for s in e)
+            for e in edits
+        ):
+            raise ValueError(
+                "patched() of a saved program takes (old, new) string literals: "
+                + ast.unparse(node)[:120]
+            )
+        found.append((f"${node.targets[0].id}", edits))
+    return found
+
+
+def _edited(text: str, edits: list[tuple[str, str]], path: Path) -> str:
+    for old, new in edits:
+        if text.count(old) != 1:
+            raise ValueError(f"{path.name}: a patched() edit must match exactly one place: {old!r}")
+        text = text.replace(old, new)
+    return text
 
 
 def lesson_of(path: Path) -> str:

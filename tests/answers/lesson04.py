@@ -7,14 +7,12 @@ from __future__ import annotations
 
 _TF_CONFIG = 'return {"cluster": two_workers, "task": {"type": "worker", "index": index}}'
 
-_ENV = 'env={"TF_CONFIG": json.dumps(tf_config(i)), "CUDA_VISIBLE_DEVICES": "-1"}'
+_ENV = 'env={"TF_CONFIG": json.dumps(tf_config(i)), **CPU_ONLY}'
 
 _RESTORE = "checkpoint.restore(tf.train.latest_checkpoint(directory))"
 
 _LAUNCH = """    workers = [
-        programs.start(
-            program, env={"TF_CONFIG": json.dumps(tf_config(i)), "CUDA_VISIBLE_DEVICES": "-1"}
-        )
+        programs.start(program, env={"TF_CONFIG": json.dumps(tf_config(i)), **CPU_ONLY})
         for i in range(2)
     ]
     outcomes = [(worker.wait(timeout=240), worker.output()) for worker in workers]
@@ -65,7 +63,7 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             _TF_CONFIG,
             'return cluster.tf_config.build(two_workers, "worker", index)',
         ),
-        ("TF_CONFIG left out of the environment", _ENV, 'env={"CUDA_VISIBLE_DEVICES": "-1"}'),
+        ("TF_CONFIG left out of the environment", _ENV, "env=CPU_ONLY"),
         ("TF_CONFIG as Python's str, not JSON", "json.dumps(tf_config(i))", "str(tf_config(i))"),
         ("a task type the cluster lacks", '"type": "worker"', '"type": "chief"'),
         ("both workers task 0", '"index": index', '"index": 0'),
@@ -231,7 +229,7 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
             _LAUNCH,
             """    workers = []
     for i in range(2):
-        env = {"TF_CONFIG": json.dumps(tf_config(i)), "CUDA_VISIBLE_DEVICES": "-1"}
+        env = {**CPU_ONLY, "TF_CONFIG": json.dumps(tf_config(i))}
         workers.append(programs.start(program, env=env))
     outcomes = []
     for worker in workers:

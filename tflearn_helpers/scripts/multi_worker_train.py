@@ -6,7 +6,6 @@
     python worker.py --out DIR  (DIR: storage every worker reads; checkpoints go there)
 
 It needs TensorFlow only. It reports on stdout, one `TFLEARN_EVENT {json}` line per event.
-The package ships it as tflearn_helpers/scripts/multi_worker_train.py (`# @save-program`).
 """
 
 import argparse
@@ -94,7 +93,7 @@ options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoSha
 dataset = dataset.with_options(options)
 
 
-def report_step(step, loss):  # after every step of either loop
+def report_step(step, loss):  # after every step
     report("step", step=step, loss=loss, time=time.time())
 
 
@@ -117,8 +116,8 @@ if args.loop == "fit":  # section 7: Keras fit, which saves and resumes by itsel
     report_done()
     sys.exit(0)
 
-# Every worker saves: the chief into the shared directory, the others into their own
-# temporary one (saving may run collectives; a worker that skips it leaves the others waiting).
+# Every worker saves: the chief into the shared directory, the others into a folder of their
+# own (saving may run collectives; a worker that skips it leaves the others waiting).
 checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, examples_seen=examples_seen)
 chief_dir = out / "checkpoints"
 save_dir = chief_dir if is_chief else out / f"checkpoints-tmp-{me}"
