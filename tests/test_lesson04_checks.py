@@ -311,10 +311,10 @@ def _stall_log(steps=4, replicas=2, error=None):
 TIMED_OUT = ("DeadlineExceededError", "Collective has timed out during execution.")
 
 
-def _stall(stage="stalled", code=1, seconds=5.2, log=None, steps_before=3):
+def _stall(stage="stalled", code=1, seconds=5.2, log=None, steps_before=3, error_seconds=4.9):
     log = _stall_log(error=TIMED_OUT) if log is None else log
     return {"stage": stage, "code": code, "seconds": seconds, "steps_before": steps_before,
-            "logs": [log, ""]}  # fmt: skip
+            "error_seconds": error_seconds, "logs": [log, ""]}  # fmt: skip
 
 
 def test_04_7_an_error_from_the_collective_timeout_after_the_stall_passes():
@@ -340,6 +340,16 @@ def test_04_7_tells_a_hang_a_lone_worker_and_an_early_failure_apart():
     other = _stall_log(error=("UnavailableError", "tasks are unhealthy"))
     said = lesson04._stall_problem(_stall(log=other, seconds=20.0))
     assert "not the collective's timeout" in said and "UnavailableError" in said
+
+
+def test_04_7_a_timeout_that_ends_the_wait_far_sooner_than_asked_is_wrong():
+    """Seconds read as milliseconds (5 ms): every healthy collective may end within 5 ms, and
+    the stalled one errs at once; in a make test run that answer passed the other branches."""
+    from tflearn_helpers.checks import lesson04
+
+    said = lesson04._stall_problem(_stall(seconds=1.4, error_seconds=0.3))
+    assert "sooner than the 5 s" in said and "unit" in said and "1000" not in said
+    assert lesson04._stall_problem(_stall(seconds=4.6, error_seconds=4.2)) is None  # began early
 
 
 def test_04_7_waits_for_a_stub():

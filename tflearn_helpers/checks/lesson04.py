@@ -467,6 +467,10 @@ def _restart_problem(runs, saved) -> str | None:
 STALL_TIMEOUT = 5  # s: the collective timeout make_strategy is given
 STALL_BOUND = 25  # s from the stall to worker 0's error: more is a hang
 STALL_AFTER = 3  # worker 0 has reported this many steps when worker 1 is stopped (SIGSTOP)
+# its error may come sooner than STALL_TIMEOUT after the stop (its last collective began a
+# moment before it), never this much sooner: a 5 ms timeout (seconds read as milliseconds)
+# errs at once, and sometimes not before (every healthy collective then ended within 5 ms)
+STALL_SOONEST = 0.4
 
 
 @exercise("04.7")
@@ -505,11 +509,13 @@ def _stall_run(folder, program, source) -> dict:
     import time
 
     from ..cluster import local
+    from ..programs import events, processes
 
     shutil.copy(program, folder / "stall_worker.py")
     (folder / "stall_strategy.py").write_text("import tensorflow as tf\n\n\n" + source)
     spec = local.local_cluster_spec(workers=2)
-    run = {"stage": "stalled", "code": None, "seconds": None, "steps_before": 0}
+    run = {"stage": "stalled", "code": None, "seconds": None, "error_seconds": None}
+    run["steps_before"] = 0
     job = local.LocalCluster(spec, log_dir=folder / "logs", env={"CUDA_VISIBLE_DEVICES": "-1"})
     with job:
         job.start(folder / "stall_worker.py", ["--timeout", STALL_TIMEOUT])
@@ -522,8 +528,15 @@ def _stall_run(folder, program, source) -> dict:
             job.procs[("worker", 1)].send(signal.SIGSTOP)  # alive, but silent: a hung machine
             run["steps_before"] = len(_run_steps(job.logs("worker", 0)))
         began = time.monotonic()
-        try:
-            run["code"] = job.wait([("worker", 0)], timeout=STALL_BOUND)[("worker", 0)]
+        try:  # when worker 0 says it failed: a 5 s timeout cannot end a wait sooner than ~5 s
+            processes.wait_until(
+                lambda: events.parse(job.logs("worker", 0), "error") or not job.alive("worker", 0),
+                STALL_BOUND,
+                "worker 0's error",
+            )
+            run["error_seconds"] = time.monotonic() - began
+            left = max(1.0, STALL_BOUND - run["error_seconds"])
+            run["code"] = job.wait([("worker", 0)], timeout=left)[("worker", 0)]
             run["seconds"] = time.monotonic() - began
         except TimeoutError:
             pass
@@ -569,6 +582,12 @@ def _stall_problem(run) -> str | None:
             f"worker 0 ended {run['seconds']:.0f} s after its peer stalled with exit code "
             f"{run['code']}, {said or 'no error reported'}: not the collective's timeout"
         )[:400]
+    if run["error_seconds"] < STALL_SOONEST * STALL_TIMEOUT:
+        return (
+            f"worker 0's collective timed out {run['error_seconds']:.1f} s after its peer "
+            f"stalled, sooner than the {STALL_TIMEOUT} s your function was given: in what unit "
+            "does the strategy read its timeout?"
+        )
     return None
 
 
