@@ -52,8 +52,10 @@ $(LEGACY)/.installed: requirements/legacy.txt $(VENV)/.installed
 	@test -x $(LEGACY)/bin/python || $(PYTHON_LEGACY) -m venv $(LEGACY)
 	$(LEGACY)/bin/python -m pip install $(PIP_FLAGS) -r requirements/legacy.txt
 	$(LEGACY)/bin/python -m pip install $(PIP_FLAGS) --no-deps -e .
-	$(LEGACY)/bin/python -m ipykernel install --prefix $(abspath $(VENV)) \
-		--name tflearn-legacy --display-name "Python 3.11 (TensorFlow 2.15, legacy)" >/dev/null
+	@# in a temp folder of its own: ipykernel install leaves an empty tmp*_kernels folder behind
+	@tmp=$$(mktemp -d) && TMPDIR=$$tmp $(LEGACY)/bin/python -m ipykernel install \
+		--prefix $(abspath $(VENV)) --name tflearn-legacy \
+		--display-name "Python 3.11 (TensorFlow 2.15, legacy)" >/dev/null; rc=$$?; rm -rf $$tmp; exit $$rc
 	@touch $@
 
 # Where lab 08b's environment is built already, its file is the prerequisite (no recipe runs):
