@@ -309,12 +309,12 @@ def programs(path: Path, root: Path = ROOT) -> dict[Path, str]:
     parts: dict[Path, list[str]] = {}
     saving: dict[str, list[Path]] = {}  # a %%writefile target, as the cells spell it -> PATHs
     for cell in read(path).cells:
-        if cell.cell_type == "code" and not is_program(cell.source):
+        if cell.cell_type != "code":
+            continue
+        if not is_program(cell.source):  # a cell that may edit a saved program with patched()
             for target, edits in _patches(cell.source):
                 for spec in saving.get(target, []):
                     parts[spec] = [_edited("\n\n".join(parts[spec]), edits, path)]
-            continue
-        if cell.cell_type != "code":
             continue
         options = cell.source.lstrip().split("\n", 1)[0].split()[1:]
         append = bool(options) and options[0] in ("-a", "--append")
