@@ -2,9 +2,11 @@
 (d2l's ``#@save``), and a stale copy fails here."""
 
 import ast
+import fractions
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 
 import nbformat
@@ -34,9 +36,15 @@ def test_a_saved_name_is_defined_once_in_the_package_in_its_lesson_s_file():
     for dest, text in generated.items():
         if dest.parent.name != "taught":
             continue  # a whole program
-        for name in (n.name for n in ast.parse(text).body if isinstance(n, ast.FunctionDef)):
-            elsewhere = [f for f in package if f"def {name}(" in f.read_text()]
-            assert elsewhere == [], (name, elsewhere)
+        for node in ast.parse(text).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("_define_"):
+                written = f"class {node.name.removeprefix('_define_')}("  # made on first use
+            elif isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name[0] != "_":
+                written = f"{'class' if isinstance(node, ast.ClassDef) else 'def'} {node.name}("
+            else:
+                continue
+            elsewhere = [f for f in package if written in f.read_text()]
+            assert elsewhere == [], (written, elsewhere)
 
 
 def _course(tmp_path, *cells, module=USES):
@@ -72,6 +80,30 @@ def test_a_lesson_s_saved_functions_make_one_whole_file_with_the_imports_each_us
     assert '"""Twice t."""\n    import tensorflow as tf\n\n    return' in text
     assert "not_saved" not in text and "numpy" not in text
     compile(text, str(dest), "exec")  # a module of its own: nothing it needs is outside it
+
+
+def test_a_class_on_an_imported_base_is_made_on_first_use(tmp_path):
+    path = _course(
+        tmp_path,
+        "import fractions\n",
+        """
+        # @save topics.demo
+        class Half(fractions.Fraction):
+            \"\"\"A fraction, halved.\"\"\"
+
+            def half(self):
+                return self / 2
+        """,
+        module="def half(x):\n    from ..taught.lesson07 import Half\n\n    return Half(x).half()",
+    )
+    ((dest, text),) = save_taught.generate(tmp_path, [path]).items()
+    module = types.ModuleType("lesson07")
+    exec(compile(text, str(dest), "exec"), module.__dict__)
+    assert "Half" not in vars(module) and "import fractions" not in text.split("def ")[0]
+    assert module.Half(3).half() == fractions.Fraction(3, 2)  # made on first use, then kept
+    assert "Half" in vars(module) and module.__all__ == ["Half"]
+    with pytest.raises(AttributeError, match="Quarter"):
+        module.Quarter  # noqa: B018
 
 
 def test_a_name_the_lesson_neither_imports_nor_saves_is_an_error(tmp_path):

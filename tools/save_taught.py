@@ -16,7 +16,10 @@ root, or a path with a ``/``: a benchmark's file) is where the name is used from
 hand-written file imports it from the generated one (``from ..taught.lesson01 import
 make_train_step``), and this tool checks that it does and that it keeps no copy of its own. The
 lesson is the one source: edit it, then run this tool; ``--check`` (tests/test_save_taught.py)
-fails when a generated file is stale.
+fails when a generated file is stale. A class whose bases need the lesson's imports
+(``class QuickWorkerSessionCreator(v1.train.SessionCreator)``) is defined on first use, by the
+generated file's ``__getattr__``: a hand-written module imports it inside the function that
+uses it.
 
 A whole ``%%writefile`` program is saved with a ``# @save-program PATH`` line in it: PATH
 (from the repository's root) becomes the program as the lesson writes it, without that line.
@@ -73,6 +76,7 @@ class Taught:
     constants: tuple[tuple[str, str], ...]  # (name, "NAME = literal") of the constants it uses
     insert_at: int  # where in ``lines`` imports go (the first statement after a docstring)
     indent: str
+    is_class: bool = False
 
 
 def destination_of(spec: str, root: Path = ROOT) -> Path:
@@ -143,17 +147,18 @@ def _taught(node, lines, imported, constants, path: Path, spec: str, root: Path)
     free = sorted(_free_names(node))
     needed = tuple((n, imported[n]) for n in free if n in imported)
     needed = tuple(sorted(needed, key=lambda pair: len(pair[1])))  # imports before aliases
-    at = _start(body[0]) - 1 - first if body and isinstance(node, ast.FunctionDef) else None
+    is_class = isinstance(node, ast.ClassDef)
     return Taught(
         node.name,
         lesson_of(path),
         f"{path.parent.name}/{path.name}",
         destination_of(spec, root),
         tuple(lines[first : node.end_lineno]),
-        needed if at is not None else (),
+        needed,
         tuple((n, constants[n]) for n in free if n in constants and n not in imported),
-        at or 0,
+        0 if is_class or not body else _start(body[0]) - 1 - first,
         " " * body[0].col_offset if body else "",
+        is_class,
     )
 
 
@@ -255,14 +260,30 @@ def _free_names(node) -> set[str]:
 
 def _text(t: Taught) -> str:
     """A definition as generated: the lesson's, with the lesson's imports of what its body
-    uses put inside the body (importing the package never imports TensorFlow)."""
+    uses put inside the body (importing the package never imports TensorFlow); a class that
+    needs them goes inside a function that returns it, ``_define_NAME``."""
     lines = list(t.lines)
     imports = []
     for _, statements in t.imports:
         imports += [s for s in statements if s not in imports]
+    if imports and t.is_class:
+        body = [*imports, "", *lines, "", f"return {t.name}"]
+        return f"def _define_{t.name}():\n" + "\n".join("    " + ln if ln else "" for ln in body)
     if imports:
         lines[t.insert_at : t.insert_at] = [t.indent + s for s in imports] + [""]
     return "\n".join(lines)
+
+
+def _lazy(classes: list[str]) -> str:
+    """The module's ``__getattr__``: each class ``_define_NAME`` makes, made on first use."""
+    made = "        globals()[name] = _define_{0}()\n        return globals()[name]\n"
+    branches = "".join(f"    if name == {n!r}:\n" + made.format(n) for n in classes)
+    return (
+        "".join(f"{n}: type  # made by __getattr__ on first use\n" for n in classes)
+        + "\n\ndef __getattr__(name):  # a class whose bases need TensorFlow: made on first use\n"
+        + branches
+        + '    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")\n'
+    )
 
 
 def taught_file(lesson: str, root: Path = ROOT) -> Path:
@@ -501,6 +522,9 @@ def _lesson_file(lesson, path, taught, setup, picked, root) -> str:
     text = head + f"__all__ = {exported!r}\n\n" + "".join(data_lines)
     if taught:
         text += "\n\n" + "\n\n\n".join(map(_text, taught)) + "\n"
+    lazy = [t.name for t in taught if t.is_class and t.imports]
+    if lazy:
+        text += "\n\n" + _lazy(lazy)
     return _ruff(text, taught_file(lesson, root))
 
 

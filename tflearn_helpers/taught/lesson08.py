@@ -5,7 +5,7 @@ SETUP: its setup cell's settings; SIZES: each pick(smoke=..., cpu=..., gpu=...) 
 Each definition is the lesson's, with the lesson's imports of what it uses inside its body.
 """
 
-__all__ = ["SETUP", "SIZES", "build_graph"]
+__all__ = ["QuickWorkerSessionCreator", "SETUP", "SIZES", "build_graph"]
 
 SETUP = {"devices": 2}
 SIZES = {
@@ -49,3 +49,39 @@ def build_graph(cluster, task, mode="async", aggregate=0, workers=1):
             after = tf.identity(step.read_value(), name="step_after")
     hooks = [opt.make_session_run_hook(is_chief=task == 0)] if mode == "sync" else []
     return dict(x=x, y=y, loss=loss, train=train_op, before=before, after=after, hooks=hooks)
+
+
+def _define_QuickWorkerSessionCreator():
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+
+    class QuickWorkerSessionCreator(v1.train.SessionCreator):
+        """A non-chief's session: wait for the chief's variables, checking every 0.2 s
+        (MonitoredTrainingSession's non-chiefs check every 30 s, and it cannot be changed)."""
+
+        def __init__(self, target, config):
+            self.target, self.config = target, config
+
+        def create_session(self):
+            scaffold = v1.train.Scaffold()
+            scaffold.finalize()
+            manager = v1.train.SessionManager(
+                local_init_op=scaffold.local_init_op,
+                ready_op=scaffold.ready_op,
+                ready_for_local_init_op=scaffold.ready_for_local_init_op,
+                recovery_wait_secs=0.2,
+            )
+            return manager.wait_for_session(self.target, config=self.config, max_wait_secs=60)
+
+    return QuickWorkerSessionCreator
+
+
+QuickWorkerSessionCreator: type  # made by __getattr__ on first use
+
+
+def __getattr__(name):  # a class whose bases need TensorFlow: made on first use
+    if name == "QuickWorkerSessionCreator":
+        globals()[name] = _define_QuickWorkerSessionCreator()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,32 +18,9 @@ __all__ = ["build_graph", "placement", "quick_worker_session_creator"]
 
 def quick_worker_session_creator(target: str, config):
     """A non-chief's session creator that checks for the chief's variables every 0.2 s
-    (``MonitoredTrainingSession`` polls every 30 s and cannot be told otherwise).
-
-    Lesson 08 defines ``QuickWorkerSessionCreator`` in its worker program; this is that class
-    (tests/test_between_graph.py compares the two), for programs the course writes itself.
-    """
-    import tensorflow as tf
-
-    v1 = tf.compat.v1
-
-    class QuickWorkerSessionCreator(v1.train.SessionCreator):
-        """A non-chief's session: wait for the chief's variables, checking every 0.2 s
-        (MonitoredTrainingSession's non-chiefs check every 30 s, and it cannot be changed)."""
-
-        def __init__(self, target, config):
-            self.target, self.config = target, config
-
-        def create_session(self):
-            scaffold = v1.train.Scaffold()
-            scaffold.finalize()
-            manager = v1.train.SessionManager(
-                local_init_op=scaffold.local_init_op,
-                ready_op=scaffold.ready_op,
-                ready_for_local_init_op=scaffold.ready_for_local_init_op,
-                recovery_wait_secs=0.2,
-            )
-            return manager.wait_for_session(self.target, config=self.config, max_wait_secs=60)
+    (``MonitoredTrainingSession`` polls every 30 s and cannot be told otherwise): lesson 08's
+    ``QuickWorkerSessionCreator``, for programs the course writes itself."""
+    from ..taught.lesson08 import QuickWorkerSessionCreator
 
     return QuickWorkerSessionCreator(target, config)
 
