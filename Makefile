@@ -13,6 +13,8 @@
 #                then the main job's website in the browser (test-site)
 #   make system-deps  (root, Debian) chromium, iproute2, slurm-wlm and munge, with apt-get
 #   make doctor  is this machine ready? (versions, devices, a 2-replica step, a gRPC round trip)
+#   make generate  after editing a lesson or solution: rewrite what is derived from them
+#                (taught code, exercises, the module table, headers; tests fail on a stale one)
 #   make soak    Run All of every lesson, solution and unfilled exercise SOAK_RUNS times (5),
 #                two at a time, at SOAK_SCALE (smoke; cpu for the main job's profile), into a
 #                pass-rate table in build/soak/ (not part of make test)
@@ -31,7 +33,7 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 export PYTHONFAULTHANDLER ?= 1  # a crashed Python (a test, a kernel, a worker) prints its stack
 
 .PHONY: test test-unit test-mutations test-browser test-nbval-solutions unit notebooks run-all run-all-exercises run-all-oldest course lab doctor \
-	lint format exercises env legacy-env legacy-kernel oldest-env system-deps soak soak-lab clean \
+	lint format generate env legacy-env legacy-kernel oldest-env system-deps soak soak-lab clean \
 	test-learner site test-site
 
 env: $(VENV)/.installed
@@ -240,8 +242,9 @@ lint: env
 format: env
 	$(BIN)/ruff format . && $(BIN)/ruff check --fix .
 
-exercises: env
-	$(BIN)/python tools/make_exercises.py
+generate: env
+	$(BIN)/python tools/save_taught.py && $(BIN)/python tools/make_exercises.py \
+	  && $(BIN)/python tools/module_table.py && $(BIN)/python tools/stamp_headers.py
 
 clean:
 	rm -rf build $(VENV) $(LEGACY) $(OLDEST)
