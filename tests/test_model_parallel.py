@@ -1,7 +1,9 @@
+import random
+
 import pytest
 from helpers import run_python
 
-from tflearn_helpers.topics.model_parallel import balance
+from tflearn_helpers.topics.model_parallel import balance, group_sums
 
 #: A tiny functional network named like a Keras ResNet (two residual blocks).
 TINY = """
@@ -28,19 +30,35 @@ def tiny_resnet():
 
 
 def test_balance_minimises_the_largest_group():
-    costs = [1, 1, 1, 1, 4]
-    cuts = balance(costs, 2)
-    assert cuts == [3]
-    assert balance([5, 1, 1, 1], 2) == [0]
-    assert balance([1, 2, 3], 3) == [0, 1]
-    assert balance([1, 2, 3], 1) == []
+    assert tuple(balance([1, 1, 1, 1, 4], 2)) == (3,)
+    assert tuple(balance([5, 1, 1, 1], 2)) == (0,)
+    assert tuple(balance([1, 2, 3], 3)) == (0, 1)
+    assert tuple(balance([1, 2, 3], 1)) == ()
 
 
-def test_balance_refuses_impossible_requests():
-    with pytest.raises(ValueError, match="cannot make 4 stages out of 3"):
-        balance([1, 2, 3], 4)
-    with pytest.raises(ValueError, match=">= 0"):
-        balance([1, -2, 3], 2)
+@pytest.mark.parametrize("seed", range(20))
+def test_balance_matches_the_best_split_found_by_bisection(seed):
+    """Against an independent method: the smallest largest-group cost by bisection over the
+    cost a greedy packing needs (integer costs)."""
+    rng = random.Random(seed)
+    costs = [rng.randint(0, 9) for _ in range(rng.randint(2, 9))]
+    k = rng.randint(1, len(costs))
+
+    def groups_needed(limit):  # greedy: fill each group up to the limit
+        groups, total = 1, 0
+        for c in costs:
+            if total + c > limit:
+                groups, total = groups + 1, 0
+            total += c
+        return groups
+
+    low, high = max(costs), sum(costs)
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if groups_needed(middle) <= k else (middle + 1, high)
+    cuts = balance(costs, k)
+    assert len(cuts) == k - 1 and list(cuts) == sorted(set(cuts))
+    assert max(group_sums(costs, cuts)) == low, (costs, k, cuts)
 
 
 def test_segments_cut_cleanly_and_size_their_activations():

@@ -5,7 +5,7 @@ SETUP: its setup cell's settings; SIZES: each pick(smoke=..., cpu=..., gpu=...) 
 Each definition is the lesson's, with the lesson's imports of what it uses inside its body.
 """
 
-__all__ = ["SETUP", "SIZES", "fill_drain", "one_f_one_b", "segment_models"]
+__all__ = ["SETUP", "SIZES", "balance", "fill_drain", "group_sums", "one_f_one_b", "segment_models"]
 
 SETUP = {"devices": 4, "gpu_memory_mb": 3328, "intra_op_threads": 1}
 SIZES = {
@@ -28,6 +28,21 @@ def segment_models(model, cuts):
     ends = [model.get_layer(c).output for c in cuts] + list(model.outputs)
     starts = list(model.inputs) + ends[:-1]
     return [keras.Model(start, end) for start, end in zip(starts, ends, strict=True)]
+
+
+def group_sums(costs, last_segments):
+    """The total cost of each stage, the stages ending at the segments `last_segments`."""
+    edges = [-1, *last_segments, len(costs) - 1]
+    return [sum(costs[a + 1 : b + 1]) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+
+
+def balance(costs, k):
+    """The last segment of each stage but the final one, for the k stages whose largest cost
+    is smallest: every way to cut is tried."""
+    import itertools
+
+    cuts = itertools.combinations(range(len(costs) - 1), k - 1)
+    return min(cuts, key=lambda last: max(group_sums(costs, last)))
 
 
 def fill_drain(k, m):
