@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from helpers import run_python
 
 from tflearn_helpers.cluster import port_is_listening, slurm
 from tflearn_helpers.programs import processes
@@ -163,8 +164,9 @@ def test_slurm_cluster_resolver_sees_two_workers_on_two_hosts(cluster):
     on a private network, MultiWorkerMirroredStrategy built from it all-reduces across them.
 
     On a CPU machine it needs GPU numbers: left out, it runs nvidia-smi (absent: an error);
-    gpus_per_node=0 divides by zero; and a node gets at most gpus_per_node // gpus_per_task
-    tasks. So one "GPU" per task, and auto_set_gpu=False leaves CUDA_VISIBLE_DEVICES alone.
+    gpus_per_node=0 is an error (a range step of 0); and a node gets at most
+    gpus_per_node // gpus_per_task tasks. So one "GPU" per task, and auto_set_gpu=False leaves
+    CUDA_VISIBLE_DEVICES alone.
     """
     code = textwrap.dedent(
         """
@@ -195,6 +197,38 @@ def _links() -> set[str]:
     """This machine's network interfaces (a private network adds one while it runs; other
     programs, make test's other jobs among them, add and remove their own meanwhile)."""
     return set(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") else set()
+
+
+def test_slurm_cluster_resolver_s_gpu_numbers_on_a_cpu_node():
+    """What lesson 07 says of SlurmClusterResolver's GPU arguments, in a task's environment
+    (two nodes, one task each): 0 GPUs per node is an error, not an empty spec."""
+    code = """
+        import json
+        import tensorflow as tf
+        found = {}
+        for node, task in ((0, None), (0, 1), (1, 1)):
+            try:
+                resolver = tf.distribute.cluster_resolver.SlurmClusterResolver(
+                    gpus_per_node=node, gpus_per_task=task, auto_set_gpu=False)
+                found[f"{node},{task}"] = resolver.cluster_spec().as_dict()
+            except Exception as err:
+                found[f"{node},{task}"] = type(err).__name__
+        print(json.dumps(found))
+    """
+    env = {
+        "SLURM_PROCID": "0",
+        "SLURM_STEP_NUM_TASKS": "2",
+        "SLURM_STEP_NODELIST": "node[1-2]",
+        "SLURM_STEP_TASKS_PER_NODE": "1(x2)",
+        "CUDA_VISIBLE_DEVICES": "-1",
+    }
+    done = run_python(code, timeout=180, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == {
+        "0,None": "ValueError",  # range(0, 0, 0)
+        "0,1": "RuntimeError",  # more GPUs per node asked than it has
+        "1,1": {"worker": ["node1:8888", "node2:8888"]},
+    }
 
 
 @needs_slurm
