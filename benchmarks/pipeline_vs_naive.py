@@ -155,12 +155,12 @@ def time_segments(segments, x, steps: int = 3) -> list[float]:
     the previous one's output; a cost to ``model_parallel.balance`` by."""
     import tensorflow as tf
 
-    from tflearn_helpers import measure
+    from tflearn_helpers import timing
 
     seconds = []
     for segment in segments:
         forward = tf.function(lambda a, segment=segment: segment(a, training=False))
-        seconds.append(measure.time_steps(lambda f=forward, a=x: f(a), steps=steps).median)
+        seconds.append(timing.time_steps(lambda f=forward, a=x: f(a), steps=steps).median)
         x = forward(x)
     return seconds
 
@@ -210,7 +210,7 @@ def measure_settings(trainer, x, y, settings, steps):
 
 def table(settings, samples, k):
     """Rows of the side-by-side comparison, and {setting: step seconds} (medians)."""
-    from tflearn_helpers import measure
+    from tflearn_helpers import timing
 
     seconds = {name: statistics.median(samples[name]["wall"]) for name, _, _ in settings}
     rows = []
@@ -223,7 +223,7 @@ def table(settings, samples, k):
                 f"{seconds['naive'] / seconds[name]:.2f}",
                 f"{k * m / (m + k - 1):.2f}",
                 f"{statistics.median(samples[name]['idle']):.2f}",
-                f"{measure.pipeline_bubble(k, m):.2f}",
+                f"{timing.pipeline_bubble(k, m):.2f}",
                 f"{cores:.2f}",
             )
         )

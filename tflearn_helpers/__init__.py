@@ -38,8 +38,8 @@ _BY_NAME = {
         "topics",
     ),
     **dict.fromkeys(
-        ["cpu_speed", "measure", "memory_probe", "precision", "report", "tensorboard_view"]
-        + ["timeline"],
+        ["cpu_speed", "memory_probe", "precision", "report", "tensorboard_view", "timeline"]
+        + ["timing"],
         "measuring",
     ),
 }

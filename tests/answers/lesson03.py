@@ -106,12 +106,12 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ("the stages counted as K - 1", "pipeline_bubble(4, m)", "pipeline_bubble(3, m)"),
         (
             "the bubble as (K - 1) / M",
-            "measure.pipeline_bubble(4, m) <= 0.10",
+            "timing.pipeline_bubble(4, m) <= 0.10",
             "3 / m <= 0.10",
         ),
         (
             "a rule of thumb: four micro-batches a stage",
-            "next(m for m in range(1, 1000) if measure.pipeline_bubble(4, m) <= 0.10)",
+            "next(m for m in range(1, 1000) if timing.pipeline_bubble(4, m) <= 0.10)",
             "4 * 4",
         ),
     ],
@@ -235,12 +235,12 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
     "03.2": [
         (
             "counted up in a while loop",
-            "m = next(m for m in range(1, 1000) if measure.pipeline_bubble(4, m) <= 0.10)",
-            "m = 1\nwhile measure.pipeline_bubble(4, m) > 0.10:\n    m += 1\n",
+            "m = next(m for m in range(1, 1000) if timing.pipeline_bubble(4, m) <= 0.10)",
+            "m = 1\nwhile timing.pipeline_bubble(4, m) > 0.10:\n    m += 1\n",
         ),
         (
             "from the bubble's formula, (K - 1) / (M + K - 1)",
-            "m = next(m for m in range(1, 1000) if measure.pipeline_bubble(4, m) <= 0.10)",
+            "m = next(m for m in range(1, 1000) if timing.pipeline_bubble(4, m) <= 0.10)",
             "m = min(m for m in range(1, 100) if 3 / (m + 3) <= 0.10)",
         ),
     ],

@@ -10,7 +10,7 @@ import itertools
 
 import numpy as np
 
-from ..measuring.measure import ring_allreduce_bytes
+from ..measuring.timing import ring_allreduce_bytes
 from ..topics import datasets, mirrored
 from . import before_running, course_code, exercise, watching
 

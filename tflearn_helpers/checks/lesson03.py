@@ -25,7 +25,7 @@ from collections import Counter
 
 import numpy as np
 
-from ..measuring.measure import pipeline_bubble
+from ..measuring.timing import pipeline_bubble
 from ..runtime import validate
 from ..topics import memory
 from ..topics.placement import (

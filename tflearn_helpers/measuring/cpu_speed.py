@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..programs import events, processes
 from ..topics.models import named
-from .measure import Timing, time_steps
+from .timing import Timing, time_steps
 
 __all__ = ["Run", "compare", "main"]
 

@@ -28,7 +28,7 @@ def _tiny_step_seconds(policy: str, steps: int = 3, batch: int = 16, image: int 
     process, after one untimed step. Plain TensorFlow: it traces in a fraction of a second."""
     import tensorflow as tf
 
-    from .measure import time_steps
+    from .timing import time_steps
 
     dtype = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16, "mixed_float16": tf.float16}
     compute = dtype[policy]
