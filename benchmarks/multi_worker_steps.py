@@ -24,7 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tflearn_helpers import cluster, multi_worker, programs, report, scripts  # noqa: E402
+from tflearn_helpers import cluster, programs, report, scripts  # noqa: E402
+from tflearn_helpers.taught.lesson04 import median_step_s  # noqa: E402
 
 
 def step_seconds(workers: int, args) -> float:
@@ -41,7 +42,7 @@ def step_seconds(workers: int, args) -> float:
                 f"{workers} workers failed: {codes}\n{job.logs('worker', 0)[-2000:]}"
             )
         steps = programs.events.parse(job.logs("worker", 0), "step")
-    return multi_worker.median_step_s(steps, skip=3)
+    return median_step_s(steps, skip=3)
 
 
 def main(argv=None) -> int:

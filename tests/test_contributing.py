@@ -37,6 +37,6 @@ def test_a_stale_or_missing_row_is_caught():
     )
     assert gone != current and module_table.with_table(gone) == current
     assert "topics/parameter_server.py" in module_table.listed(gone)
-    dropped = "\n".join(line for line in current.splitlines() if "`topics/sharding.py`" not in line)
+    dropped = "\n".join(line for line in current.splitlines() if "`topics/mirrored.py`" not in line)
     assert module_table.with_table(dropped + "\n") != dropped + "\n"
     assert module_table.listed(current).count("checks/lesson05.py") == 1  # lessonNN expanded

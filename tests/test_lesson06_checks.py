@@ -91,8 +91,8 @@ assert through_one.ok, through_one.message
 assert _evaluate("06.1", None, strategy).status == "not attempted"
 kept = _evaluate("06.1", zero1(kept=True), strategy)
 assert not kept.ok and "whole-size state" in kept.message, kept.message
-from tflearn_helpers import sharding
-assert "course's code" in _evaluate("06.1", sharding.transfers, strategy).message
+from tflearn_helpers.taught.lesson06 import transfers
+assert "course's code" in _evaluate("06.1", transfers, strategy).message
 for result in (full, missing, no_gather, all_reduce):
     assert "all_reduce(" not in result.message and "all_gather(" not in result.message
 print("ok")
@@ -218,8 +218,8 @@ for wrong, words in (
 unwrapped = _evaluate("06.3", lambda forward: forward, strategy)
 assert not unwrapped.ok and "failed in strategy.run" in unwrapped.message, unwrapped.message
 assert _evaluate("06.3", None, strategy).status == "not attempted"
-from tflearn_helpers import sharding
-assert "course's code" in _evaluate("06.3", sharding.transfers, strategy).message
+from tflearn_helpers.taught.lesson06 import transfers
+assert "course's code" in _evaluate("06.3", transfers, strategy).message
 print("ok")
 """
 

@@ -7,8 +7,9 @@ import time
 import numpy as np
 import pytest
 
-from tflearn_helpers import multi_worker, scripts
+from tflearn_helpers import scripts
 from tflearn_helpers.programs import events
+from tflearn_helpers.taught.lesson04 import final_weights, median_step_s
 
 
 def test_script_is_in_the_package():
@@ -18,13 +19,13 @@ def test_script_is_in_the_package():
 def test_median_step_time_leaves_out_the_first_steps():
     steps = [{"step": s, "loss": 1.0 / s, "time": 10.0 + 0.5 * s} for s in range(1, 7)]
     steps[1]["time"] += 3.0  # the second step traced: slow, and left out by skip=2
-    assert multi_worker.median_step_s(steps) == pytest.approx(0.5)
-    assert multi_worker.median_step_s(steps, skip=0) == pytest.approx(0.5)
+    assert median_step_s(steps) == pytest.approx(0.5)
+    assert median_step_s(steps, skip=0) == pytest.approx(0.5)
 
 
 def test_median_step_time_needs_two_steps():
     with pytest.raises(statistics.StatisticsError):
-        multi_worker.median_step_s([{"time": 1.0}, {"time": 2.0}], skip=1)
+        median_step_s([{"time": 1.0}, {"time": 2.0}], skip=1)
 
 
 def test_final_weights_are_those_of_the_last_done_event():
@@ -36,14 +37,14 @@ def test_final_weights_are_those_of_the_last_done_event():
             events.line("done", step=2, weights=[a.tolist() for a in arrays]),
         ]
     )
-    loaded = multi_worker.final_weights(log)
+    loaded = final_weights(log)
     assert [a.dtype for a in loaded] == [np.float32, np.float32]
     assert [a.tolist() for a in loaded] == [a.tolist() for a in arrays]
 
 
 def test_final_weights_of_a_worker_that_never_finished():
     with pytest.raises(IndexError):
-        multi_worker.final_weights(events.line("step", step=1, loss=1.0, time=0.0))
+        final_weights(events.line("step", step=1, loss=1.0, time=0.0))
 
 
 def test_the_worker_refuses_an_unknown_loop():

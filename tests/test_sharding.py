@@ -1,4 +1,4 @@
-"""sharding.transfers: the copies a traced graph makes between devices (the code lesson 06
+"""transfers: the copies a traced graph makes between devices (the code lesson 06
 writes). That lesson's ZeRO steps issue exactly the collectives its table names: the lesson
 asserts it itself, at cpu in make test's main job and at smoke on the oldest stack."""
 
@@ -8,7 +8,7 @@ COPIES = """
 from tflearn_helpers import setup_course
 course = setup_course(devices=2, verbose=False)
 import tensorflow as tf
-from tflearn_helpers import sharding
+from tflearn_helpers.taught.lesson06 import transfers
 
 a, b = course.devices
 with tf.device(b):
@@ -26,7 +26,7 @@ def step(x):
         return tf.concat([v, z, w], 0)  # v is read where it lives (b): v, z and w copied to a
 
 
-found = sharding.transfers(step.get_concrete_function(tf.ones([5, 3])))
+found = transfers(step.get_concrete_function(tf.ones([5, 3])))
 assert sorted(nbytes for _, nbytes in found) == [60, 60, 60, 60], found
 assert [name for name, _ in found].count("concat") == 3, found
 print("ok")

@@ -18,7 +18,8 @@ def two_workers_trained_as_one_job(learner_tf_config, outcomes):
     """learner_tf_config(index) -> a TF_CONFIG; outcomes: [(exit code, output)] of both
     workers, whose outputs hold their events (programs.events lines)."""
     from ..programs import events
-    from ..topics import mirrored, multi_worker
+    from ..taught.lesson04 import final_weights
+    from ..topics import mirrored
 
     problem = configs_before_launch(learner_tf_config)
     if problem:
@@ -43,9 +44,7 @@ def two_workers_trained_as_one_job(learner_tf_config, outcomes):
     if [e["loss"] for e in runs[0]] != [e["loss"] for e in runs[1]]:
         return "the two workers' losses differ: they did not train as one synchronous job"
     try:
-        gap = mirrored.max_abs_difference(
-            *(multi_worker.final_weights(output) for _, output in outcomes)
-        )
+        gap = mirrored.max_abs_difference(*(final_weights(output) for _, output in outcomes))
     except (IndexError, KeyError, TypeError, ValueError) as err:
         return f"could not compare the two workers' final weights: {err!r}"
     if gap != 0.0:

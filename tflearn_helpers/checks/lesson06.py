@@ -13,7 +13,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..topics import sharding
+# transfers: the copies lesson 06's traced graph makes between the devices of this process
+# (collective ops between processes, and copies of the function's inputs, are not counted)
+from ..taught.lesson06 import transfers
 from ..topics.placement import PLUMBING_OPS, op_devices, short_device
 from . import course_code, exercise
 
@@ -118,7 +120,7 @@ def zero1(make_zero1, strategy, steps=3, lr=0.1, beta=0.9):
             "the replicas' weights differ from plain data parallelism: does every replica "
             "use the gradient summed over all replicas, and get every shard back afterwards?"
         )
-    moved = sum(b or 0 for *_, b in sharding.transfers(step.get_concrete_function(mine)))
+    moved = sum(b or 0 for *_, b in transfers(step.get_concrete_function(mine)))
     plain = 2 * (n - 1) * w0.nbytes  # a ring all-reduce of the gradient, all replicas
     if moved > 1.25 * plain:
         return (
