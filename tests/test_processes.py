@@ -3,6 +3,7 @@
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
@@ -218,3 +219,14 @@ def test_a_plain_child_starts_through_setpriv_and_a_missing_one_is_left_to_popen
     assert programs.child_setup.dying_with_parent(["no-such-program-here"]) is None
     with pytest.raises(FileNotFoundError):  # as before: Popen names the missing program
         programs.processes.start(["no-such-program-here"])
+
+
+def test_listening_is_true_while_a_server_accepts_and_false_for_a_closed_or_bad_address():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        address = f"127.0.0.1:{server.getsockname()[1]}"
+        assert programs.processes.listening(address)
+    assert not programs.processes.listening(address)
+    for bad in ("127.0.0.1:http", "no port", "127.0.0.1:"):
+        assert not programs.processes.listening(bad)

@@ -350,7 +350,9 @@ class LocalSlurm:
                 slurm_isolation.kill_strays(self.env["SLURM_CONF"])
             try:
                 processes.wait_until(
-                    lambda: not any(map(_listening, self.ports)), 15, "the cluster's ports to close"
+                    lambda: not any(processes.listening(f"127.0.0.1:{p}") for p in self.ports),
+                    15,
+                    "the cluster's ports to close",
                 )
             except TimeoutError as err:  # whose? a stray of this cluster, or a new listener
                 raise TimeoutError(f"{err} Listening now: {_listeners(self.ports)}") from None
@@ -387,12 +389,6 @@ def _open_temp() -> Path:
 
 def _host() -> str:
     return socket.gethostname().split(".")[0]
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(0.2)
-        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _listeners(ports) -> str:

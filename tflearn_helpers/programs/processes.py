@@ -33,6 +33,7 @@ __all__ = [
     "KEEP_LOGS_ENV",
     "Child",
     "ProcessExitedError",
+    "listening",
     "start",
     "stop_all",
     "temporary_folder",
@@ -193,7 +194,7 @@ class Child:
         _, peers, _ = self.task
         running = {c.task[0] for c in _LIVE if c is not self and c.task and c.running()}
         for name, address in peers.items():
-            if address not in running and not _listening(address):
+            if address not in running and not listening(address):
                 return name
         return None
 
@@ -336,7 +337,14 @@ def _last_event_kind(text: str) -> str | None:
     return None
 
 
-def _listening(address: str) -> bool:
+def listening(address: str) -> bool:
+    """Whether something accepts TCP connections at ``address`` ("host:port") within 0.2 s.
+
+    An IPv4 socket: a host name resolves to its IPv4 address. An address that cannot be probed
+    (a host that does not resolve, a port that is not a number) is not listening: the loops
+    that poll this wait on, they do not end in the probe's error. Lesson 09 writes a probe of
+    its own (``cluster.port_is_listening``), taught code, which this layer does not import.
+    """
     host, _, port = address.rpartition(":")
     with socket.socket() as s:
         s.settimeout(0.2)
