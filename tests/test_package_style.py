@@ -154,6 +154,44 @@ def test_no_private_name_is_imported_from_another_module():
     assert not private, "\n".join(private)
 
 
+def _defined(path: Path) -> set[str] | None:
+    """The names a module binds at its top level; None when a module ``__getattr__`` may make
+    any other."""
+    names = set()
+    for node in _tree(path).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return None if "__getattr__" in names else names
+
+
+def test_every_import_from_the_package_finds_its_name():
+    """Imports inside functions too: one that names a module or a name that is gone fails only
+    when its function runs, so it is read here."""
+    missing = []
+    for module, path in MODULES.items():
+        for node in ast.walk(_tree(path)):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            source = _imported_from(module, path, node)
+            if not source.startswith("tflearn_helpers"):
+                continue
+            if source not in MODULES:
+                missing.append(f"{_where(path, node.lineno)}: no module {source}")
+                continue
+            defined = _defined(MODULES[source])
+            for alias in node.names:
+                if f"{source}.{alias.name}" in MODULES or defined is None:
+                    continue
+                if alias.name not in defined:
+                    missing.append(f"{_where(path, node.lineno)}: {source} has no {alias.name}")
+    assert not missing, "\n".join(missing)
+
+
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components with more than one module, or a module importing itself."""
     index, low, stack, on_stack, found = {}, {}, [], set(), []

@@ -61,7 +61,7 @@ def run_here(model: str, image_size: int, batch: int, policy: str, optimizer: st
     import tensorflow as tf
 
     from ..topics.models import named
-    from .measure import time_steps
+    from .timing import time_steps
 
     keras.mixed_precision.set_global_policy(policy)
     net = named(model, image_size)

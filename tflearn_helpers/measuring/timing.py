@@ -1,4 +1,5 @@
-"""Timing and the figures derived from it (used by lessons 01 to 04, 09 and benchmarks/).
+"""Timing and the figures derived from it: steps timed with their repeats, a ring all-reduce's
+bytes, a pipeline's bubble (for lesson 00, the checks of lessons 01 and 03, benchmarks/).
 
 Rules kept here once: warm-up steps (tracing, first allocation) are never timed, the
 result of every timed step is forced to the host so asynchronous execution is not
