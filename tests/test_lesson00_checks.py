@@ -16,6 +16,8 @@ def test_00_1_counts_what_tensorflow_lists_each_time_it_runs():
     assert _evaluate("00.1", counted).status == RIGHT
     typed_in = _evaluate("00.1", lambda: n)  # right here, wrong when the listing changes
     assert typed_in.status == WRONG and "another number of devices" in typed_in.message
+    every_kind = _evaluate("00.1", lambda: len(tf.config.list_logical_devices()))
+    assert every_kind.status == WRONG and "another kind" in every_kind.message
     assert "whole number" in _evaluate("00.1", lambda: float(n)).message
     assert "itself" in _evaluate("00.1", n).message
     assert _evaluate("00.1", ...).status == NOT_ATTEMPTED

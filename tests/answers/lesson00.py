@@ -23,6 +23,11 @@ MUTATIONS["00.1"] = [
         'list_physical_devices("CPU")',
     ),
     (
+        "every kind of logical device",
+        "list_logical_devices(course.plan.kind)",
+        "list_logical_devices()",
+    ),
+    (
         "a float",
         "return len(tf.config.list_logical_devices(course.plan.kind))",
         "return float(len(tf.config.list_logical_devices(course.plan.kind)))",
@@ -157,4 +162,9 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
             '    cpu = tf.config.list_physical_devices("CPU")[0]\n    ' + _CONFIGURATION + "\n",
         ),
     ],
+}
+
+# What the hint of a mutation must say: (exercise, name of the mutation) -> words.
+HINTS: dict[tuple[str, str], str] = {
+    ("00.1", "every kind of logical device"): "another kind",
 }

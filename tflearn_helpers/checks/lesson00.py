@@ -28,8 +28,10 @@ def _compute_devices() -> list[str]:
 
 @contextmanager
 def _listing(count: int):
-    """TensorFlow's device listing as if the accelerator kind had ``count`` logical devices
-    (the other kinds as they are): a world the learner cannot know in advance."""
+    """TensorFlow's device listing as if the accelerator kind had ``count`` logical devices,
+    next to devices of another kind (the machine's own, as a GPU machine lists its CPU, or a
+    stand-in TPU on a machine with one kind only): a world the learner cannot know in advance.
+    Yields how many devices of every kind it lists."""
     import tensorflow as tf
 
     real = tf.config.list_logical_devices
@@ -38,10 +40,12 @@ def _listing(count: int):
         tf.config.LogicalDevice(f"/job:localhost/replica:0/task:0/device:{kind}:{i}", kind)
         for i in range(count)
     ]
+    others = [d for d in real() if d.device_type != kind] or [
+        tf.config.LogicalDevice("/job:localhost/replica:0/task:0/device:TPU:0", "TPU")
+    ]
+    every = fake + others if kind == "CPU" else others + fake
 
     def listed(device_type=None):
-        others = [d for d in real() if d.device_type != kind]
-        every = fake + others if kind == "CPU" else others + fake
         return [d for d in every if device_type in (None, d.device_type)]
 
     places = (tf.config, tf.config.experimental)
@@ -49,7 +53,7 @@ def _listing(count: int):
     for place in places:
         place.list_logical_devices = listed
     try:
-        yield
+        yield len(every)
     finally:
         for place, original in zip(places, saved, strict=True):
             place.list_logical_devices = original
@@ -67,8 +71,14 @@ def count_devices(fn):
     if count != len(_compute_devices()):
         return "count the logical devices of the accelerator kind the course set up"
     other = random.choice([n for n in range(2, 10) if n != count])
-    with _listing(other):
+    with _listing(other) as every_kind:
         moved = fn()
+    if moved == every_kind:
+        return (
+            f"when TensorFlow lists {other} devices of the course's kind and others of another "
+            f"kind (as a GPU machine lists its CPU too), your function counts {moved}: which "
+            "devices does the exercise ask you to count?"
+        )
     if moved != other:
         return (
             "when TensorFlow lists another number of devices, your function gives "
