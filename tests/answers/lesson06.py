@@ -66,6 +66,7 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "        with tf.device(devices[0]):\n            shards.append(",
         ),
         ("relu for gelu", "tf.nn.gelu(x @ a + b)", "tf.nn.relu(x @ a + b)"),
+        ("no activation", "tf.nn.gelu(x @ a + b) @ c)", "(x @ a + b) @ c)"),
         (
             "b2 added to every partial output",
             "partial.append(tf.nn.gelu(x @ a + b) @ c)",
@@ -299,6 +300,9 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
 
 # What the hint of a mutation must say: (exercise, name of the mutation) -> words.
 HINTS: dict[tuple[str, str], str] = {
+    ("06.1", "no momentum: plain SGD on the shard"): "momentum-free SGD",
+    ("06.2", "no activation"): "without its activation",
+    ("06.2", "relu for gelu"): "activation",
     ("06.2", "every piece made on the first device"): "every device",
     ("06.2", "each device keeps only its own partial output"): "summed",
     ("06.2", "the pieces concatenated back into whole matrices (every product on one device)"): (

@@ -116,9 +116,15 @@ def zero1(make_zero1, strategy, steps=3, lr=0.1, beta=0.9):
     if not all(np.allclose(c, w, atol=1e-4) for c in copies):
         if all(np.array_equal(c, w0) for c in copies):
             return "the weights did not change: write the updated shards back into params"
+        if all(np.allclose(c, _plain_dp(w0, grads, lr, 0.0), atol=1e-4) for c in copies):
+            return (
+                "your weights moved as momentum-free SGD on the summed gradient moves them: "
+                "what does momentum SGD subtract from the weights at each step?"
+            )
         return (
             "the replicas' weights differ from plain data parallelism: does every replica "
-            "use the gradient summed over all replicas, and get every shard back afterwards?"
+            "use the gradient summed over all replicas, update its shard by momentum SGD's "
+            "rule, and get every shard back afterwards?"
         )
     moved = sum(b or 0 for *_, b in transfers(step.get_concrete_function(mine)))
     plain = 2 * (n - 1) * w0.nbytes  # a ring all-reduce of the gradient, all replicas
@@ -162,9 +168,16 @@ def _mlp_problem(w1, b1, w2, b2, x, pieces, forward, devices):
         y_ref = tf.nn.gelu(x @ w1 + b1) @ w2 + b2
         ref_loss = tf.reduce_sum(tf.sin(y_ref))
     if any(y.shape != y_ref.shape or not np.allclose(y, y_ref, atol=1e-4) for y in ys):
+        linear = (x @ w1 + b1) @ w2 + b2
+        if all(y.shape == linear.shape and np.allclose(y, linear, atol=1e-4) for y in ys):
+            return (
+                "every device's output is the MLP's without its activation: what happens to "
+                "each device's hidden piece between its two matrix products?"
+            )
         return (
             "a device's output differs from the one-device MLP: are the partial outputs of "
-            "all devices summed (the all-reduce), with b2 added once?"
+            "all devices summed (the all-reduce), with b2 added once, and does each hidden "
+            "piece go through the MLP's activation?"
         )
     where = [short_device(y.device) for y in ys]
     if where != [short_device(d) for d in devices]:
