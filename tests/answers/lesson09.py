@@ -76,6 +76,11 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ),
         ("batches of 64", "examples().repeat().batch(32)", "examples().repeat().batch(64)"),
         (
+            "batched before the repeat: a short batch ends each pass",
+            "examples().repeat().batch(32)",
+            "examples().batch(32).repeat()",
+        ),
+        (
             "a dataset that repeats twice",
             "examples().repeat().batch(32)",
             "examples().repeat(2).batch(32)",
@@ -149,9 +154,10 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
     ],
     "09.2": [
         (
-            "shuffled, batched before the repeat, prefetched",
+            "shuffled, full batches before the repeat, prefetched",
             "examples().repeat().batch(32)",
-            "examples().shuffle(1024).batch(32).repeat().prefetch(tf.data.AUTOTUNE)",
+            "examples().shuffle(1024).batch(32, drop_remainder=True).repeat()"
+            ".prefetch(tf.data.AUTOTUNE)",
         ),
         (
             "repeated, then shuffled across epochs (batches nearly drawn with replacement)",
@@ -182,6 +188,10 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
 
 # What the hint of a mutation must say: (exercise, name of the mutation) -> words.
 HINTS: dict[tuple[str, str], str] = {
+    ("09.1", "a size partitioner: one piece"): "minimum size",
+    ("09.1", "no partitioner"): "Has the strategy a partitioner",
+    ("09.2", "batched before the repeat: a short batch ends each pass"): "came up short",
+    ("09.1", "made outside strategy.scope()"): "under a strategy with a partitioner",
     ("09.2", "the dataset built once, on the coordinator"): "built on the coordinator",
     ("09.2", "no join: returns before the steps finish"): "still running",
     ("09.2", "a dataset that runs out"): "ran out",
