@@ -141,6 +141,11 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "        xs = tf.split(x, m)",
             "        xs = tf.split(x, 1) * m",
         ),
+        (
+            "the logits read as probabilities",
+            "SparseCategoricalCrossentropy(from_logits=True)\n    with tf.device(devices[0]):",
+            "SparseCategoricalCrossentropy()\n    with tf.device(devices[0]):",
+        ),
     ],
 }
 
@@ -353,3 +358,9 @@ RIGHT_ANSWERS["03.4"] = [
 """,
     ),
 ]
+
+# What the hint of a mutation must say: (exercise, name of the mutation) -> words.
+HINTS: dict[tuple[str, str], str] = {
+    ("03.3", "the logits read as probabilities"): "the last stage's gradients already differ",
+    ("03.3", "no gradient fed to a stage's output"): "gradient of its output",
+}

@@ -438,6 +438,13 @@ def _compare_gradients(got, want, m: int):
         return "return one list per stage, the gradients in the order of trainable_variables"
     if all(np.allclose(g, m * w, rtol=1e-4, atol=1e-6) for g, w in pairs):
         return "your gradients are m times the full-batch ones: what does each micro-batch weigh?"
+    last = [(g, w.numpy()) for g, w in zip(got[-1], want[-1], strict=True)]
+    if not all(np.allclose(g, w, rtol=1e-4, atol=1e-6) for g, w in last):
+        return (
+            "the last stage's gradients already differ from one full-batch tape.gradient, "
+            "before any gradient passes between stages: does your loss read the last stage's "
+            "outputs as logits, and does each micro-batch weigh its share of the whole batch?"
+        )
     if not all(np.allclose(g, w, rtol=1e-4, atol=1e-6) for g, w in pairs):
         return (
             "your gradients differ from one full-batch tape.gradient: does each stage's "
