@@ -144,6 +144,7 @@ def test_alpha_beta_fit_right_and_plausible_wrong_answers():
         assert "beta" in wrong(lambda *a: fit(*a, bits=8))
         assert "beta" in wrong(lambda *a: fit(*a)[1::-1] + fit(*a)[2:])
         assert "alpha" in wrong(lambda *a: fit(*a, large=-1, alpha_from="line"))  # every size
+        assert "beta moved" in wrong(lambda *a: fit(*a, large=-1))  # beta over every size
         for where in ("line", "zero"):
             assert "alpha" in wrong(lambda *a, w=where: fit(*a, alpha_from=w))
         assert "rate" in wrong(lambda *a: fit(*a, per_link=True))

@@ -157,6 +157,12 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "large = sizes > 64_000",
             "large = sizes <= 64_000",
         ),
+        (
+            "beta through every size, alpha from the smallest",
+            "beta = np.polyfit(sizes[large], seconds[large], 1)[0]",
+            "beta = np.polyfit(sizes, seconds, 1)[0]",
+        ),
+        ("the 64 KB message counted as large", "large = sizes > 64_000", "large = sizes >= 64_000"),
         ("the rate in megabytes", "8 * rate / 1e6", "rate / 1e6"),
         ("the rate in binary megabits", "8 * rate / 1e6", "8 * rate / 1024**2"),
         (
@@ -268,6 +274,8 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
 
 # What the hint of a mutation must say: (exercise, name of the mutation) -> words.
 HINTS: dict[tuple[str, str], str] = {
+    ("05.3", "beta through every size, alpha from the smallest"): "your beta moved",
+    ("05.3", "the 64 KB message counted as large"): "your beta moved",
     ("05.2", "float16 for bfloat16"): "float16 tensors cross",
     ("05.2", "cast back to float32 before the exchange"): "float32 tensors cross",
     ("05.2", "every replica's float32 gradient gathered, then summed"): "float32 tensors cross",
