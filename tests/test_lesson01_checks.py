@@ -87,7 +87,8 @@ def test_01_9_judges_the_learners_function_on_results_it_cannot_know():
 
     assert _evaluate("01.9", right, far).status == RIGHT
     assert _evaluate("01.9", right, results()).status == RIGHT
-    assert _evaluate("01.9", lambda res: right(res) - {"OneDevice"}, far).status == RIGHT
+    left_out = _evaluate("01.9", lambda res: right(res) - {"OneDevice"}, far)
+    assert left_out.status == WRONG and "leaves out OneDevice" in left_out.message
     typed_in = _evaluate("01.9", lambda res: set(NAMES), results())  # right on its own results
     assert typed_in.status == WRONG and "check changed" in typed_in.message
     assert "CentralStorage" not in typed_in.message

@@ -179,6 +179,11 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "epoch_losses.append(sum(losses) / len(losses))",
             "epoch_losses.append(sum(losses))",
         ),
+        (
+            "the last step's loss, not the epoch's mean",
+            "epoch_losses.append(sum(losses) / len(losses))",
+            "epoch_losses.append(losses[-1])",
+        ),
         ("one epoch only", "for _ in range(epochs):", "for _ in range(1):"),
         (
             "not trained",
@@ -214,6 +219,11 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "probabilities where logits are given",
             "SparseCategoricalCrossentropy(from_logits=True)",
             "SparseCategoricalCrossentropy()",
+        ),
+        (
+            "one epoch, not the seed's five",
+            "model.fit(train_dataset, epochs=5, verbose=0)",
+            "model.fit(train_dataset, epochs=1, verbose=0)",
         ),
     ],
     "01.6": [
@@ -272,6 +282,7 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ),
         ("Keras' default batch size", _WARM_UP, _WARM_UP.replace("batch_size=BATCH, ", "")),
         ("the mean absolute error", '"mse")', '"mae")'),
+        ("no warm-up epoch", "    " + _WARM_UP + "\n", ""),
     ],
     "01.9": [
         (
@@ -288,6 +299,11 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ),
         ("a looser tolerance", ") <= 1e-5", ") <= 1e-3"),
         ("compared with Mirrored", 'results["OneDevice"][0]', 'results["Mirrored"][0]'),
+        (
+            "OneDevice itself left out",
+            "for name, (weights, _) in results.items()\n        if max(",
+            'for name, (weights, _) in results.items()\n        if name != "OneDevice" and max(',
+        ),
     ],
 }
 
@@ -477,12 +493,19 @@ HINTS: dict[tuple[str, str], str] = {
     ("01.4", "the model alone returned"): "two things",
     ("01.4", "the course's make_train_step"): "course's own",
     ("01.5", "no strategy.scope()"): "not mirrored",
+    ("01.4", "the last step's loss, not the epoch's mean"): "the check recorded them",
+    ("01.4", "a plain dataset, not distributed"): "distributed dataset",
     ("01.5", "not trained"): "chance",
+    ("01.8", "no warm-up epoch"): "no training step",
+    ("01.5", "one epoch, not the seed's five"): "as many epochs as asked",
+    ("01.9", "OneDevice itself left out"): "leaves out OneDevice",
     ("01.5", "fit's History returned, not the model"): "return the model",
     ("01.8", "built and compiled outside strategy.scope()"): "Where was the model built?",
     ("01.8", "compiled outside strategy.scope()"): "optimizer",
 }
 HINTS_WITHOUT: dict[tuple[str, str], list[str]] = {
+    ("01.4", "not trained"): ["distributed"],
+    ("01.9", "compared with Mirrored"): ["leaves out OneDevice"],
     ("01.2", "not batched"): ["checking your answer raised"],
     ("01.8", "built and compiled outside strategy.scope()"): ["scope()"],
     ("01.8", "compiled outside strategy.scope()"): ["scope()"],
