@@ -148,6 +148,21 @@ def _piece_slices(w1, b1, w2, n: int) -> list[tuple[str, int, object]]:
     ]
 
 
+def _output_hint(ys, linear) -> str:
+    """The hint for outputs that differ from the one-device MLP's (``linear``: that MLP's
+    output without its activation)."""
+    if all(y.shape == linear.shape and np.allclose(y, linear, atol=1e-4) for y in ys):
+        return (
+            "every device's output is the MLP's without its activation: what happens to "
+            "each device's hidden piece between its two matrix products?"
+        )
+    return (
+        "a device's output differs from the one-device MLP: are the partial outputs of "
+        "all devices summed (the all-reduce), with b2 added once, and does each hidden "
+        "piece go through the MLP's activation?"
+    )
+
+
 def _mlp_problem(w1, b1, w2, b2, x, pieces, forward, devices):
     """A hint unless every device's output is the one-device MLP's, and each piece's gradient
     (each device differentiating its own copy of the loss) is its slice of the MLP's."""
@@ -168,17 +183,7 @@ def _mlp_problem(w1, b1, w2, b2, x, pieces, forward, devices):
         y_ref = tf.nn.gelu(x @ w1 + b1) @ w2 + b2
         ref_loss = tf.reduce_sum(tf.sin(y_ref))
     if any(y.shape != y_ref.shape or not np.allclose(y, y_ref, atol=1e-4) for y in ys):
-        linear = (x @ w1 + b1) @ w2 + b2
-        if all(y.shape == linear.shape and np.allclose(y, linear, atol=1e-4) for y in ys):
-            return (
-                "every device's output is the MLP's without its activation: what happens to "
-                "each device's hidden piece between its two matrix products?"
-            )
-        return (
-            "a device's output differs from the one-device MLP: are the partial outputs of "
-            "all devices summed (the all-reduce), with b2 added once, and does each hidden "
-            "piece go through the MLP's activation?"
-        )
+        return _output_hint(ys, (x @ w1 + b1) @ w2 + b2)
     where = [short_device(y.device) for y in ys]
     if where != [short_device(d) for d in devices]:
         return (
