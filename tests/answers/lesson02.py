@@ -58,6 +58,18 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ),
         ("every worker reads every file", ".shard(num_workers, worker_index)", ""),
         ("no prefetch", ".prefetch(tf.data.AUTOTUNE)", ""),
+        (
+            "a block of neighbouring files for each worker",
+            "tf.data.Dataset.from_tensor_slices(files).shard(num_workers, worker_index)",
+            "tf.data.Dataset.from_tensor_slices(\n"
+            "        files[worker_index * len(files) // num_workers :]"
+            "[: len(files) // num_workers]\n    )",
+        ),
+        (
+            "the file list shuffled by each worker, unseeded, then sharded",
+            ".shard(num_workers, worker_index)",
+            ".shuffle(len(files)).shard(num_workers, worker_index)",
+        ),
     ],
     "02.2": [
         ("a hard-coded step", "return int(optimizer.iterations.numpy())", "return 3"),
@@ -162,6 +174,11 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             "        summed = replica_gradients(*whole)\n",
         ),
         (
+            "the logits read as probabilities",
+            "SparseCategoricalCrossentropy(from_logits=True, ",
+            "SparseCategoricalCrossentropy(",
+        ),
+        (
             "no update at all",
             "    optimizer.apply_gradients("
             "zip(averaged, model.trainable_variables, strict=True))\n",
@@ -248,6 +265,9 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
 
 # What the hint of a mutation must say, and must not: (exercise, name of the mutation) -> words.
 HINTS: dict[tuple[str, str], str] = {
+    ("02.1", "a block of neighbouring files for each worker"): "FILE policy",
+    ("02.1", "the file list shuffled by each worker, unseeded, then sharded"): "same order",
+    ("02.4", "the logits read as probabilities"): "as probabilities",
     ("02.3", "one device, not synchronized (a layer on the whole batch)"): "one output per replica",
     ("02.3", "not synchronized"): "own slice",
     ("02.3", "the whole batch on every replica"): "shaped",

@@ -56,7 +56,7 @@ def _check_shards(fn, files: list[str], workers: int, batch: int, images: int):
             return "images should come out as float32 (use the course's record parser)"
         idx = np.concatenate([p[2].numpy() for p in parts])
         if not set((idx % shards).tolist()) <= set(range(w, shards, workers)):
-            return "a worker saw images from other workers' files: shard the files, not the images"
+            return _other_files_problem(fn, files, workers, w, batch, idx, images)
         own = sum(1 for k in range(images) if k % shards % workers == w)  # its files' images
         if len(idx) not in (own, own - own % batch):  # all, or all but a last partial batch
             return (
@@ -68,6 +68,31 @@ def _check_shards(fn, files: list[str], workers: int, batch: int, images: int):
     if len(np.unique(everything)) != len(everything):
         return "two workers got the same image: each needs its own share"
     return None
+
+
+def _other_files_problem(fn, files: list[str], workers: int, w: int, batch: int, idx, images):
+    """The hint for worker ``w``, which read images of files that are not its own: files
+    that change from one build of its pipeline to the next (the list put in an order of its
+    own by each worker), whole files but not the ones its share is, or parts of files."""
+    shards = len(files)
+    read = sorted(set((idx % shards).tolist()))
+    for _ in range(4):  # a file list in a random order: another share on (almost) every build
+        again = np.concatenate([p[2].numpy() for p in fn(files, workers, w, batch)])
+        if sorted(set((again % shards).tolist())) != read:
+            return (
+                f"worker {w} read other files each time its pipeline was built (files {read}, "
+                f"then {sorted(set((again % shards).tolist()))}): the workers only share the "
+                "files out right if each cuts the same list, in the same order"
+            )
+    in_file = np.bincount(np.arange(images) % shards, minlength=shards)
+    missing = sum(int(in_file[f]) for f in read) - len(idx)  # a last partial batch may go
+    if not 0 <= missing < batch or len(set(idx.tolist())) != len(idx):
+        return "a worker saw images from other workers' files: shard the files, not the images"
+    own = sorted(range(w, shards, workers))
+    return (
+        f"worker {w} of {workers} read files {read} of the {shards}, not its own share of them "
+        f"({len(own)} files): which files does the FILE policy give a worker?"
+    )
 
 
 def _pipeline_graph_problem(fn, files: list[str], workers: int, batch: int):
@@ -337,6 +362,12 @@ def _update_problem(keras, tf, model, start, x, y, n: int):
     ):
         if np.linalg.norm(got - factor * want) <= 1e-3 * factor * size:
             return hint
+    as_probabilities = _update(start, _one_device_step(keras, tf, model, start, x, y, False))
+    if np.linalg.norm(got - as_probabilities) <= 1e-3 * np.linalg.norm(as_probabilities):
+        return (
+            "one update, the one a loss that reads the model's outputs as probabilities gives: "
+            "what does the model's last layer output?"
+        )
     return "one update, but not the large batch's: the mean loss of each micro-batch, averaged"
 
 
@@ -371,11 +402,12 @@ def _watched_model(keras, tf, strategy, seed: int):
     return model, watch
 
 
-def _one_device_step(keras, tf, model, start, x, y):
-    """The weights after one SGD step on the whole batch, on one device, from ``start``."""
+def _one_device_step(keras, tf, model, start, x, y, from_logits=True):
+    """The weights after one SGD step on the whole batch, on one device, from ``start``
+    (``from_logits=False``: what a loss that takes the outputs for probabilities gives)."""
     twin = keras.models.clone_model(model)
     twin.set_weights(start)
-    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=from_logits)
     with tf.GradientTape() as tape:
         loss = loss_fn(y, twin(x, training=True))
     grads = tape.gradient(loss, twin.trainable_variables)
