@@ -270,3 +270,29 @@ def test_08_5_judges_the_step_each_update_takes():
     doubled = pairs(math.exp(-0.95))
     hint = lesson08._judge_sync(_sync_outcome(doubled[:31], doubled[31:]), 30, 60)
     assert hint and "learning rate of 0.2" in hint, hint
+
+
+def test_08_5_a_loss_that_grows_is_told_apart_from_one_that_stays():
+    """A summed squared error (not its mean) makes each step 32 times too large: the loss
+    grows without bound, which "does train_op minimize the loss" would not explain."""
+    from tflearn_helpers.checks import lesson08
+
+    growing = [(s, 4.0 * 3.0**s) for s in range(1, 31)]
+    hint = lesson08._judge_sync(_sync_outcome(growing[::2], growing[1::2]), 30, 60)
+    assert hint and "grew" in hint and "overshot" in hint, hint
+    exploded = [(s, 4.0 if s < 5 else float("nan")) for s in range(1, 31)]
+    hint = lesson08._judge_sync(_sync_outcome(exploded[::2], exploded[1::2]), 30, 60)
+    assert hint and "grew" in hint, hint
+
+
+def test_08_2_names_the_task_type_before_the_index():
+    import json
+
+    from tflearn_helpers.checks import lesson08
+
+    cluster = {"chief": ["localhost:1"], "worker": ["localhost:2", "localhost:3"]}
+    cluster.update(ps=["localhost:4"], evaluator=["localhost:5"])
+    answer = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 2}})
+    assert '["type"]' in lesson08.evaluator_tf_config(answer)
+    right = json.dumps({"cluster": cluster, "task": {"type": "evaluator", "index": 0}})
+    assert lesson08.evaluator_tf_config(right) is None

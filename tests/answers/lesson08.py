@@ -46,6 +46,14 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             'with v1.device(f"/job:worker/task:{task}"):',
         ),
         (
+            "every op on ps task 0, no device function",
+            "    setter = v1.train.replica_device_setter(\n"
+            '        cluster=cluster, worker_device=f"/job:worker/task:{task}"\n'
+            "    )\n"
+            "    with v1.device(setter):",
+            '    with v1.device("/job:ps/task:0"):',
+        ),
+        (
             "the course's build_graph",
             "        return tf.matmul(x, w) + b\n",
             "        return between_graph.build_graph(cluster, task)['loss']\n",
@@ -54,6 +62,11 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
     "08.2": [
         ("the chief's task", '"type": "evaluator", "index": 0', '"type": "chief", "index": 0'),
         ("a worker's task", '"type": "evaluator", "index": 0', '"type": "worker", "index": 0'),
+        (
+            "a third worker's task",
+            '"type": "evaluator", "index": 0',
+            '"type": "worker", "index": 2',
+        ),
         (
             "three workers",
             '"worker": ["localhost:2223", "localhost:2224"]',
@@ -103,6 +116,11 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ("a number, not a task", 'answer = ["ps:0", "ps:1", "ps:2"][3 % 3]', "answer = 3 % 3"),
     ],
     "08.5": [
+        (
+            "the summed squared error, not its mean",
+            "loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))",
+            "loss = tf.reduce_sum(tf.square(tf.matmul(x, w) - y))",
+        ),
         (
             "asynchronous: no SyncReplicasOptimizer",
             "        opt = v1.train.SyncReplicasOptimizer(\n"
@@ -264,4 +282,11 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
             "    return loss, train_op, [sync_hook]\n",
         ),
     ],
+}
+
+# What the hint of a mutation must say: (exercise, name of the mutation) -> words.
+HINTS: dict[tuple[str, str], str] = {
+    ("08.1", "every op on ps task 0, no device function"): "fixed device name",
+    ("08.2", "a third worker's task"): '["type"]',
+    ("08.5", "the summed squared error, not its mean"): "overshot",
 }

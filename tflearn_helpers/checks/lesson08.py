@@ -71,6 +71,9 @@ def staleness_function(fn):
 
 @exercise("08.2")
 def evaluator_tf_config(answer):
+    role = _task_type(answer)
+    if role is not None and role != "evaluator":  # before the counts: the task's own field
+        return 'TF_CONFIG["task"]["type"] is not the role this process plays'
     try:
         config = tf_config.validate(answer)
     except tf_config.TFConfigError as err:
@@ -86,6 +89,18 @@ def evaluator_tf_config(answer):
     if config["task"].get("type") != "evaluator":
         return 'TF_CONFIG["task"]["type"] is not the role this process plays'
     return None
+
+
+def _task_type(answer):
+    """TF_CONFIG's task type, if ``answer`` (a JSON string or a dict) names one, else None."""
+    import json
+
+    try:
+        config = json.loads(answer) if isinstance(answer, str) else answer
+        role = config["task"]["type"]
+    except (ValueError, TypeError, KeyError):
+        return None
+    return role if isinstance(role, str) else None
 
 
 def _random_cluster():
@@ -129,9 +144,15 @@ def _worker_graph_problem(variables, output, task: int):
                 f"variable {variable.op.name} is on '{variable.device or 'no device'}', not on a "
                 "ps task: create the variables inside the device function's scope"
             )
-    if len({tf.DeviceSpec.from_string(v.device).task for v in variables}) < 2:
-        return "all the variables sit on one ps task: tell the device setter about the cluster"
     compute = [op for op in ancestors(output.op) if op.type in ("MatMul", "AddV2", "Add")]
+    if len({tf.DeviceSpec.from_string(v.device).task for v in variables}) < 2:
+        if any(tf.DeviceSpec.from_string(op.device).job == "ps" for op in compute):
+            return (
+                "your variables and your compute all sit on one ps task, as a fixed device "
+                "name puts every op: what places each variable on a ps task, spread over "
+                "them, and the rest on the worker?"
+            )
+        return "all the variables sit on one ps task: tell the device setter about the cluster"
     if not any(op.type == "MatMul" for op in compute):
         return "nothing is computed: the worker's forward pass should multiply by the weights"
     for op in compute:
@@ -384,6 +405,12 @@ def _judge_sync(outcome: dict, steps: int, timeout: float):
     # every worker's losses in global-step order: on a busy machine one worker can run most
     # of the steps (either one's gradients fill an update): the chief's alone were 4 runs once
     losses = [ln["loss"] for ln in sorted(done, key=lambda ln: ln["after"])]
+    if not sum(losses[-3:]) <= 2 * sum(losses[:3]):  # nan included
+        return (
+            f"the loss grew, from {losses[0]:.3g} to {losses[-1]:.3g}: each update overshot. "
+            "Is each update's step what the exercise asks (the mean squared error's gradient, "
+            "averaged over the workers, learning rate 0.1)?"
+        )
     if not sum(losses[-3:]) < 0.5 * sum(losses[:3]):
         return "the loss did not fall: does train_op minimize the loss you return?"
     return _step_problem(done, workers=len(outcome["lines"]))
