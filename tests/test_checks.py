@@ -52,6 +52,20 @@ def written_fn(x):
     return x + 1
 
 
+def passing_fn(checkpoint, directory):
+    """Restore nothing: a learner's answer where the stub is `...`."""
+    pass
+
+
+def test_pass_is_an_answer_where_the_exercise_says_so(registry, monkeypatch):
+    monkeypatch.setattr(checks, "_PASS_ANSWERS", set())
+    checks.exercise("98.3", pass_answers=True)(lambda fns: "restored nothing")
+    assert checks.check("98.1", passing_fn).status == checks.NOT_ATTEMPTED
+    judged = checks.check("98.3", (written_fn, passing_fn))
+    assert judged.status == checks.WRONG and "restored nothing" in judged.message
+    assert checks.check("98.3", (written_fn, stub_fn)).status == checks.NOT_ATTEMPTED
+
+
 def test_stubs_are_not_attempted_and_written_code_is(registry, capsys):
     for stub in (..., None, stub_fn, stub_returning_none, {"a": 1, "b": ...}, [1, ...]):
         assert not checks.attempted(stub), stub

@@ -7,8 +7,10 @@ the hint. In a notebook: ``check("00.1", my_answer)``.
 
 Unfilled exercises must run to the end under "Run All": an answer still holding the
 stub (``...``, ``None``, or a function whose body is only ``...``/``pass``/``return None``)
-is *not attempted*, never *wrong*; so is an answer checked with an earlier exercise's
-answer (``check("01.2", make_dataset, strategy)``) while that one is still a stub. A cell
+is *not attempted*, never *wrong* (but for a check registered with
+``@exercise("NN.k", pass_answers=True)``, whose stub is ``...``: there a body of ``pass`` is
+the learner's answer, "do nothing", and judged); so is an answer checked with an earlier
+exercise's answer (``check("01.2", make_dataset, strategy)``) while that one is still a stub. A cell
 that needs the answer guards itself with
 ``if ready("01.2", make_step): ...``. A check may register a quick test of the answers that
 cell is about to run (``@before_running("NN.k")``, given what ``ready`` is given): when it
@@ -46,6 +48,7 @@ __all__ = [
 _REGISTRY: dict[str, object] = {}
 _BEFORE: dict[str, object] = {}  # exercise -> a quick test ``ready`` runs on the answers
 _REFUSED: dict[str, str] = {}  # exercise -> the hint its last ``ready`` printed
+_PASS_ANSWERS: set[str] = set()  # exercises whose stub is ``...``: ``pass`` is written there
 
 RIGHT, WRONG, NOT_ATTEMPTED = "right", "wrong", "not attempted"
 _PACKAGE = Path(__file__).resolve().parents[1]  # the whole package, not only checks/
@@ -66,13 +69,16 @@ class CheckResult:
         return f"{mark[self.status]} exercise {self.exercise}: {self.message}"
 
 
-def exercise(exercise_id: str):
-    """Register the decorated function as the check for ``exercise_id`` ("NN.k")."""
+def exercise(exercise_id: str, pass_answers: bool = False):
+    """Register the decorated function as the check for ``exercise_id`` ("NN.k");
+    ``pass_answers``: a function whose body is ``pass`` is an answer (its stub is ``...``)."""
 
     def register(fn):
         if exercise_id in _REGISTRY:
             raise ValueError(f"exercise {exercise_id} is registered twice")
         _REGISTRY[exercise_id] = fn
+        if pass_answers:
+            _PASS_ANSWERS.add(exercise_id)
         return fn
 
     return register
@@ -98,16 +104,16 @@ def check(exercise_id: str, answer, *extra) -> CheckResult:
     return result
 
 
-def attempted(answer) -> bool:
+def attempted(answer, pass_is_stub: bool = True) -> bool:
     """False while ``answer`` is still the exercise's stub (see the module docstring)."""
     if answer is ... or answer is None:
         return False
     if isinstance(answer, dict):
-        return all(attempted(v) for v in answer.values())
+        return all(attempted(v, pass_is_stub) for v in answer.values())
     if isinstance(answer, list | tuple):
-        return all(attempted(v) for v in answer)
+        return all(attempted(v, pass_is_stub) for v in answer)
     if inspect.isfunction(answer):
-        return not _stub_body(answer)
+        return not _stub_body(answer, pass_is_stub)
     return True
 
 
@@ -238,7 +244,7 @@ def ready(exercise_id: str, *answers) -> bool:
     return False
 
 
-def _stub_body(fn) -> bool:
+def _stub_body(fn, pass_is_stub: bool = True) -> bool:
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
@@ -256,7 +262,10 @@ def _stub_body(fn) -> bool:
         returns_none = isinstance(node, ast.Return) and (
             node.value is None or getattr(node.value, "value", 0) is None
         )
-        if not (docstring or ellipsis or returns_none or isinstance(node, ast.Pass)):
+        written_pass = isinstance(node, ast.Pass) and not pass_is_stub
+        if written_pass or not (
+            docstring or ellipsis or returns_none or isinstance(node, ast.Pass)
+        ):
             return False
     return True
 
@@ -268,7 +277,7 @@ def _is_stub(value) -> bool:
 
 def _evaluate(exercise_id: str, answer, *extra) -> CheckResult:
     fn = _lookup(exercise_id)
-    if not attempted(answer):
+    if not attempted(answer, pass_is_stub=exercise_id not in _PASS_ANSWERS):
         return CheckResult(exercise_id, NOT_ATTEMPTED, "replace each `...` with your answer.")
     if exercise_id in _REFUSED:  # ready() found a mistake: this cell's run was not made
         return CheckResult(exercise_id, WRONG, _REFUSED[exercise_id])

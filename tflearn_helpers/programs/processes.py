@@ -23,6 +23,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -34,6 +35,7 @@ __all__ = [
     "Child",
     "ProcessExitedError",
     "listening",
+    "recently_started",
     "start",
     "stop_all",
     "temporary_folder",
@@ -41,6 +43,7 @@ __all__ = [
 ]
 
 _LIVE: set[Child] = set()  # the one teardown registry (emptied by stop_all at exit)
+_RECENT: deque[Child] = deque(maxlen=32)  # the latest started, running or not
 _FOLDERS: list[Path] = []  # made by temporary_folder: removed at exit
 TIMEOUT_HINT = "If the machine is busy, give it a longer timeout; otherwise read the log above."
 PEER_GRACE = 3.0  # s a task waits at start-up for a peer that no process runs before it stops
@@ -78,6 +81,7 @@ class Child:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.err_path = None if merge_stderr else self.log_path.with_suffix(".stderr.log")
         environment = _environment(env, unset)
+        self.environment = environment  # what it was started with (a check reads it)
         self.task = _task_of(environment.get("TF_CONFIG"))  # (address, peers, name) or None
         check_namespaces(namespaces)
         for earlier in list(_LIVE):  # a launch run again: its stuck copy of this task goes
@@ -97,6 +101,7 @@ class Child:
         )
         self.process = forked or self._popen(environment, cwd, setup)
         _LIVE.add(self)
+        _RECENT.append(self)
 
     def _popen(self, environment, cwd, setup) -> subprocess.Popen:
         unset = all(value is None for value in setup.values())  # core 0 is a core
@@ -243,6 +248,12 @@ def start(command, **options) -> Child:
     ``import tensorflow``).
     """
     return Child(command, **options)
+
+
+def recently_started() -> list[Child]:
+    """The children started last (up to 32), oldest first, whether they still run or not:
+    a check reads what a learner's launch gave them (``Child.environment``)."""
+    return list(_RECENT)
 
 
 def wait_until(
