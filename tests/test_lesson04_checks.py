@@ -432,3 +432,45 @@ def test_04_8_waits_for_a_stub():
     def train(model, dataset, epochs, backup_dir, save_every, callbacks): ...
 
     assert _evaluate("04.8", train).status == NOT_ATTEMPTED
+
+
+def test_04_6_names_a_worker_that_saved_into_the_chiefs_folder():
+    from tflearn_helpers.checks import lesson04
+    from tflearn_helpers.programs import events
+
+    def saved_into(folder):
+        return _steps_log(range(1, 7), tail=events.line("saved", folder=folder))
+
+    logs = [saved_into("/job/checkpoints"), saved_into("/job/checkpoints/worker-1")]
+    first = {"codes": [42, 42], "logs": logs, "running": None}
+    runs = _notice_runs(first=first, directory="/job/checkpoints")
+    assert lesson04._notice_problem(runs) is None
+    first["logs"] = [logs[0], saved_into("/job/checkpoints/")]
+    said = lesson04._notice_problem(runs)
+    assert "worker 1 saved" in said and "chief's folder" in said
+
+
+# -- 04.4: the environment the workers were started with --------------------------------------
+def test_04_4_reads_whether_the_started_workers_had_their_gpus_hidden(monkeypatch):
+    import json
+    from types import SimpleNamespace
+
+    from tflearn_helpers.checks import lesson04
+    from tflearn_helpers.programs import processes
+
+    two = {"worker": ["localhost:2001", "localhost:2002"]}
+
+    def child(index, **env):
+        config = json.dumps({"cluster": two, "task": {"type": "worker", "index": index}})
+        return SimpleNamespace(environment={"TF_CONFIG": config, **env}, output=lambda: "")
+
+    outcomes = [(0, ""), (0, "")]
+    for hidden, verdict in (("-1", None), ("", None), ("0", "worker 1")):
+        started = [child(0, CUDA_VISIBLE_DEVICES="-1"), child(1, CUDA_VISIBLE_DEVICES=hidden)]
+        monkeypatch.setattr(processes, "recently_started", lambda s=started: s)
+        said = lesson04._gpus_visible_problem(two, outcomes)
+        assert (said is None) if verdict is None else (verdict in said and "GPUs" in said)
+    monkeypatch.setattr(processes, "recently_started", lambda: [child(0), child(1)])
+    assert "worker 0 ran with this machine's GPUs" in lesson04._gpus_visible_problem(two, outcomes)
+    monkeypatch.setattr(processes, "recently_started", lambda: [])  # started another way
+    assert lesson04._gpus_visible_problem(two, outcomes) is None

@@ -73,6 +73,11 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
             '"cluster": {"worker": two_workers["worker"] + ["localhost:1"]}',
         ),
         (
+            "CPU_ONLY left out of the workers' environment",
+            _ENV,
+            'env={"TF_CONFIG": json.dumps(tf_config(i))}',
+        ),
+        (
             "worker 1 started after waiting for worker 0",
             _LAUNCH,
             "    outcomes = []\n    for i in range(2):\n"
@@ -101,6 +106,11 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ),
         ("one scratch folder for all the others", 'f"scratch-worker-{task_id}"', '"scratch"'),
         ("nothing restored", _RESTORE, "tf.train.latest_checkpoint(directory)"),
+        (
+            "restore_latest written as `pass`: nothing to restore",
+            _RESTORE + "  # latest_checkpoint: None if none",
+            "pass",
+        ),
         (
             "the oldest checkpoint restored",
             _RESTORE,
@@ -139,6 +149,7 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ),
         ("the restart loops from step 0", _PRE_LOOP, "range(steps)"),
         ("the step run outside the handler", "handler.run(train_step, i)", "train_step(i)"),
+        ("every worker saves into the chief's folder", _PRE_FOLDER, "folder = directory"),
         (
             "the chief's checkpoint in a folder of its own",
             _PRE_FOLDER,
@@ -332,4 +343,11 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
             "    return model.fit(dataset, epochs=epochs, callbacks=mine)",
         ),
     ],
+}
+
+# What the hint of a mutation must say: (exercise, name of the mutation) -> words.
+HINTS: dict[tuple[str, str], str] = {
+    ("04.4", "CPU_ONLY left out of the workers' environment"): "GPUs visible",
+    ("04.5", "restore_latest written as `pass`: nothing to restore"): "restored nothing",
+    ("04.6", "every worker saves into the chief's folder"): "the chief's folder",
 }

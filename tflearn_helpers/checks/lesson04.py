@@ -49,6 +49,38 @@ def two_workers_trained_as_one_job(learner_tf_config, outcomes):
         return f"could not compare the two workers' final weights: {err!r}"
     if gap != 0.0:
         return f"the workers' final weights differ by up to {gap:.2e}: they should be identical"
+    return _gpus_visible_problem(learner_tf_config(0)["cluster"], outcomes)
+
+
+def _gpus_visible_problem(cluster, outcomes):
+    """A hint if a worker process ran with this machine's GPUs visible: read from the
+    environment each was started with (the processes this launch started, found by the
+    cluster in their TF_CONFIG; a launch made another way is not judged on this)."""
+    import json
+
+    from ..programs import processes
+
+    cluster = json.loads(json.dumps(cluster))
+    started: dict[int, list] = {0: [], 1: []}
+    for child in processes.recently_started():
+        try:
+            config = json.loads(child.environment.get("TF_CONFIG") or "")
+            task = config["task"]
+            if config["cluster"] == cluster and task["type"] == "worker":
+                started[int(task.get("index", 0))].append(child)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            continue
+    for index, children in started.items():
+        if not children or index >= len(outcomes):
+            continue
+        ran = [c for c in children if c.output() == outcomes[index][1]] or children
+        visible = ran[-1].environment.get("CUDA_VISIBLE_DEVICES")
+        if visible is None or visible.strip() not in ("-1", ""):  # either hides every GPU
+            return (
+                f"worker {index} ran with this machine's GPUs visible to it (its environment "
+                "did not hide them): on a GPU machine the local workers would compete for one "
+                "GPU's memory. What does the lesson add to every local worker's environment?"
+            )
     return None
 
 
@@ -83,7 +115,7 @@ def configs_before_launch(learner_tf_config):
     return None
 
 
-@exercise("04.5")
+@exercise("04.5", pass_answers=True)  # its stubs are `...`: `pass` is an answer
 def resumes_after_a_kill(functions, run_job, save_every, crash_at):
     """functions: the learner's (make_manager, restore_latest), tested on their own first;
     then run_job(functions, folder, *extra) -> [(exit code, output)] of both workers runs the
@@ -256,6 +288,25 @@ _NOTICE_HEADER = (
     '"""Exercise 04.6: your function."""\nimport os\nimport signal\nimport sys\n'
     "import threading\n\nimport tensorflow as tf\n\n\n"
 )
+# below the learner's function: every CheckpointManager save reports the folder it wrote
+# (which worker's checkpoint files went where: two workers writing one folder is the mistake)
+_SAVES_REPORTED = """
+
+
+def _tflearn_reported(save):  # the check's own: reports each save of this worker
+    import json
+
+    def reported(self, *args, **kwargs):
+        path = save(self, *args, **kwargs)
+        folder = os.path.abspath(str(self.directory))
+        print("TFLEARN_EVENT " + json.dumps({"kind": "saved", "folder": folder}), flush=True)
+        return path
+
+    return reported
+
+
+tf.train.CheckpointManager.save = _tflearn_reported(tf.train.CheckpointManager.save)
+"""
 
 
 @exercise("04.6")
@@ -278,12 +329,12 @@ def _notice_runs(folder, program, source) -> dict:
     from ..cluster import local
 
     shutil.copy(program, folder / "preempt_worker.py")
-    (folder / "preempt_train.py").write_text(_NOTICE_HEADER + source)
+    (folder / "preempt_train.py").write_text(_NOTICE_HEADER + source + _SAVES_REPORTED)
     directory = folder / "checkpoints"
     args = ["--dir", directory, "--steps", NOTICE_STEPS, "--exit-code", NOTICE_EXIT]
     args += ["--delay", NOTICE_DELAY]
     spec = local.local_cluster_spec(workers=2)
-    runs = {"stage": "noticed", "first": None, "second": None}
+    runs = {"stage": "noticed", "first": None, "second": None, "directory": directory}
     job = local.LocalCluster(spec, log_dir=folder / "logs", env={"CUDA_VISIBLE_DEVICES": "-1"})
     with job:
         job.start(folder / "preempt_worker.py", args)
@@ -393,7 +444,33 @@ def _notice_problem(runs) -> str | None:
             "a checkpoint was saved after the notice, but the workers went on training to the "
             "end: a preempted worker is about to disappear; after its save it must exit"
         )
-    return _exit_problem(first, steps, runs["saved"]) or _restart_problem(runs, saved)
+    return (
+        _exit_problem(first, steps, runs["saved"])
+        or _shared_folder_problem(first, runs.get("directory"))
+        or _restart_problem(runs, saved)
+    )
+
+
+def _shared_folder_problem(first, directory) -> str | None:
+    """A hint if a worker other than the chief saved into the chief's folder (what each
+    worker's CheckpointManager saves reported, ``_SAVES_REPORTED``)."""
+    from ..programs import events
+
+    if directory is None:
+        return None
+    chief = os.path.abspath(str(directory))
+    for index in (1,):
+        folders = {
+            os.path.normpath(e["folder"]) for e in events.parse(first["logs"][index], "saved")
+        }
+        if chief in folders:
+            return (
+                f"worker {index} saved its checkpoint into `directory` too, the chief's folder: "
+                "here both wrote the same files without harm, but on a cluster's shared storage "
+                "two workers writing the same files at once corrupt them. Where should every "
+                "other worker save?"
+            )
+    return None
 
 
 def _exit_problem(first, steps, saved) -> str | None:
