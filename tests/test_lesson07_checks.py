@@ -94,3 +94,23 @@ def test_a_right_script_is_right_on_a_real_cluster(cluster):
 def test_a_script_that_does_not_requeue_itself_is_wrong_on_a_real_cluster(cluster):
     result = check("07.1", GOOD.replace("scontrol requeue", "echo"), cluster)
     assert not result.ok and "nothing put it back in the queue" in result.message
+
+
+def test_a_resume_from_an_older_checkpoint_than_the_warned_save_is_named(tmp_path):
+    """The warned save is on disk, the task resumed before it: the hint asks which checkpoint
+    it restores (not that the save is missing)."""
+    import tensorflow as tf
+
+    from tflearn_helpers.checks import lesson07
+
+    step = tf.Variable(0, dtype=tf.int64)
+    checkpoint = tf.train.Checkpoint(step=step, weights=tf.Variable(0.0, dtype=tf.float64))
+    manager = tf.train.CheckpointManager(checkpoint, tmp_path / "checkpoints", max_to_keep=2)
+    for saved in (10, 12):
+        step.assign(saved)
+        manager.save(checkpoint_number=saved)
+    assert lesson07._checkpointed_steps(tmp_path) == {10, 12}
+    assert "which one does it restore" in lesson07._resume_problem(list(range(1, 13)), 11, tmp_path)
+    missing = lesson07._resume_problem(list(range(1, 14)), 11, tmp_path)  # 13: never saved
+    assert "lost work the warning was there to save" in missing
+    assert lesson07._resume_problem(list(range(1, 13)), 13, tmp_path) is None

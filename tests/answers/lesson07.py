@@ -43,6 +43,8 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
          "checkpoint.restore(manager.checkpoints[0] if manager.checkpoints else None)"),
         ("the warning read only when a save is due", "stop = warned()",
          "stop = step % save_every == 0 and warned()"),
+        ("float32 weights", "tf.Variable(0.0, dtype=tf.float64)",
+         "tf.Variable(0.0, dtype=tf.float32)"),
     ],
 }  # fmt: skip
 
@@ -108,3 +110,10 @@ RIGHT_ANSWERS: dict[str, list[tuple[str, str, str]]] = {
 """),
     ],
 }  # fmt: skip
+
+# What the hint of a mutation must say: (exercise, name of the mutation) -> words.
+HINTS: dict[tuple[str, str], str] = {
+    ("07.1", "the exit code of another command"): "whose exit status",
+    ("07.2", "the oldest checkpoint restored"): "which one does it restore",
+    ("07.2", "float32 weights"): "float32",
+}

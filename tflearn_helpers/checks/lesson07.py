@@ -77,7 +77,7 @@ def train_one_step(step, weights):
     step.assign_add(1)
     weights.assign_add(float(step) / steps)
     events.emit("step", step=int(step), total=float(weights), restart=restart,
-                warned=flag.is_set())
+                warned=flag.is_set(), dtype=weights.dtype.name)
     if restart == 1 and int(step) == kill_at:
         os.kill(os.getpid(), signal.SIGKILL)
     time.sleep(0.4 if restart == 0 else 0.1)  # the first run: room for the preemption
@@ -315,6 +315,13 @@ def _not_requeued(job: _Job) -> str:
             f"preempted, your job ended {state} and was never run again: on this cluster, as "
             "on some, the scheduler requeues a job only if the job allows it"
         )
+    script = (job.folder / "job.sh").read_text()
+    if re.search(r"^[^#\n]*\bscontrol\s+requeue\b", script, re.M):
+        return (
+            f"preempted, its tasks saved and asked to be requeued (exit code 42), and your job "
+            f"ended {state}: the `scontrol requeue` in your script never put it back. When "
+            "your script decides whether to requeue, whose exit status does it read?"
+        )
     return (
         f"preempted, its tasks saved and asked to be requeued (exit code 42), and your job "
         f"ended {state}: nothing put it back in the queue. --requeue only makes a job eligible"
@@ -348,13 +355,19 @@ def _run_resuming(job: _Job, steps: int, save_every: int, kill_at: int) -> str |
     warn_at = save_every + 1  # right after a checkpoint: the next is far off
     if not job.wait_for(lambda: len(run(0)) >= warn_at):
         return f"your task did not log step {warn_at}: {_job_end(job)}"
+    dtype = job.reported("job.out", "step")[0].get("dtype", "float64")
+    if dtype != "float64":  # told at once: no run of this job can end with the right weights
+        return (
+            f"your weights variable holds {dtype} numbers, not the dtype the exercise gives it: "
+            "its sums round otherwise than those of the run the task must reproduce"
+        )
     job.preempt()  # SIGTERM: warned() becomes true
     if not job.wait_for(lambda: run(1) or job.state() in _ENDED) or not run(1):
         if run(0)[-1] >= steps:
             return "your task went on to the end after the warning: stop once it has saved"
         return f"after the preemption your task did not train again: {_job_end(job)}"
     first = run(0)
-    problem = _stop_problem(job) or _resume_problem(first, run(1)[0])
+    problem = _stop_problem(job) or _resume_problem(first, run(1)[0], job.folder)
     if problem:
         return problem
     if not job.wait_for(lambda: run(2) or job.state() in _ENDED) or not run(2):
@@ -387,10 +400,16 @@ def _stop_problem(job: _Job) -> str | None:
     return None
 
 
-def _resume_problem(first: list[int], resumed: int) -> str | None:
+def _resume_problem(first: list[int], resumed: int, folder: Path) -> str | None:
     if resumed == 1:
         return "after the requeue your task started again from step 1, its progress lost"
     lost = first[-1] + 1 - resumed
+    if lost > 0 and first[-1] in _checkpointed_steps(folder):
+        return (
+            f"warned after step {first[-1]}, your task saved that step (its checkpoint is in "
+            f"the folder), yet after the requeue it resumed at step {resumed}: of the "
+            "checkpoints kept, which one does it restore?"
+        )
     if lost > 0:
         return (
             f"warned after step {first[-1]}, your task resumed at step {resumed} after the "
@@ -399,6 +418,24 @@ def _resume_problem(first: list[int], resumed: int) -> str | None:
     if lost < 0:
         return f"steps were skipped after the requeue: step {first[-1]}, then step {resumed}"
     return None
+
+
+def _checkpointed_steps(folder: Path) -> set[int]:
+    """The steps the checkpoints under ``folder`` hold: each one's whole-number scalars but
+    its save counter (one may be half written while the task runs: skipped)."""
+    import tensorflow as tf
+
+    steps = set()
+    for index in folder.rglob("*.index"):
+        try:
+            reader = tf.train.load_checkpoint(str(index)[: -len(".index")])
+            for name, dtype in reader.get_variable_to_dtype_map().items():
+                if dtype.is_integer and "save_counter" not in name and not name.startswith("_"):
+                    if reader.get_variable_to_shape_map()[name] == []:
+                        steps.add(int(reader.get_tensor(name)))
+        except (tf.errors.OpError, ValueError, KeyError):
+            continue
+    return steps
 
 
 def _result_problem(job: _Job, steps: int) -> str | None:
