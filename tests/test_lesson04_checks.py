@@ -439,7 +439,7 @@ def test_04_6_names_a_worker_that_saved_into_the_chiefs_folder():
     from tflearn_helpers.programs import events
 
     def saved_into(folder):
-        return _steps_log(range(1, 7), tail=events.line("saved", folder=folder))
+        return _steps_log(range(1, 7), tail=events.line("saving", folder=folder))
 
     logs = [saved_into("/job/checkpoints"), saved_into("/job/checkpoints/worker-1")]
     first = {"codes": [42, 42], "logs": logs, "running": None}
@@ -448,6 +448,8 @@ def test_04_6_names_a_worker_that_saved_into_the_chiefs_folder():
     first["logs"] = [logs[0], saved_into("/job/checkpoints/")]
     said = lesson04._notice_problem(runs)
     assert "worker 1 saved" in said and "chief's folder" in said
+    first["codes"] = [1, 42]  # the two saves into one folder failed on worker 0: named the same
+    assert lesson04._notice_problem(runs) == said
 
 
 # -- 04.4: the environment the workers were started with --------------------------------------

@@ -288,8 +288,9 @@ _NOTICE_HEADER = (
     '"""Exercise 04.6: your function."""\nimport os\nimport signal\nimport sys\n'
     "import threading\n\nimport tensorflow as tf\n\n\n"
 )
-# below the learner's function: every CheckpointManager save reports the folder it wrote
-# (which worker's checkpoint files went where: two workers writing one folder is the mistake)
+# below the learner's function: every CheckpointManager save reports the folder it writes,
+# before it writes (which worker's checkpoint files went where: two workers writing one folder
+# is the mistake, and their save may then fail, or not)
 _SAVES_REPORTED = """
 
 
@@ -297,10 +298,9 @@ def _tflearn_reported(save):  # the check's own: reports each save of this worke
     import json
 
     def reported(self, *args, **kwargs):
-        path = save(self, *args, **kwargs)
         folder = os.path.abspath(str(self.directory))
-        print("TFLEARN_EVENT " + json.dumps({"kind": "saved", "folder": folder}), flush=True)
-        return path
+        print("TFLEARN_EVENT " + json.dumps({"kind": "saving", "folder": folder}), flush=True)
+        return save(self, *args, **kwargs)
 
     return reported
 
@@ -427,6 +427,9 @@ def _notice_problem(runs) -> str | None:
             f"worker {index} stopped before the notice was sent (exit code {code}), "
             f"{_where_in_train(log)}: {_last_line(log)}"
         )
+    shared = _shared_folder_problem(first, runs.get("directory"))
+    if shared:  # first: their saves may have failed for it, or hung
+        return shared
     if first["codes"] is None:
         return (
             f"{NOTICE_END_TIMEOUT} s after worker 1 got the notice, worker(s) {first['running']} "
@@ -444,31 +447,24 @@ def _notice_problem(runs) -> str | None:
             "a checkpoint was saved after the notice, but the workers went on training to the "
             "end: a preempted worker is about to disappear; after its save it must exit"
         )
-    return (
-        _exit_problem(first, steps, runs["saved"])
-        or _shared_folder_problem(first, runs.get("directory"))
-        or _restart_problem(runs, saved)
-    )
+    return _exit_problem(first, steps, runs["saved"]) or _restart_problem(runs, saved)
 
 
 def _shared_folder_problem(first, directory) -> str | None:
     """A hint if a worker other than the chief saved into the chief's folder (what each
-    worker's CheckpointManager saves reported, ``_SAVES_REPORTED``)."""
+    worker's CheckpointManager saves reported before they wrote, ``_SAVES_REPORTED``)."""
     from ..programs import events
 
     if directory is None:
         return None
     chief = os.path.abspath(str(directory))
     for index in (1,):
-        folders = {
-            os.path.normpath(e["folder"]) for e in events.parse(first["logs"][index], "saved")
-        }
-        if chief in folders:
+        saves = events.parse(first["logs"][index], "saving")
+        if chief in {os.path.normpath(e["folder"]) for e in saves}:
             return (
                 f"worker {index} saved its checkpoint into `directory` too, the chief's folder: "
-                "here both wrote the same files without harm, but on a cluster's shared storage "
-                "two workers writing the same files at once corrupt them. Where should every "
-                "other worker save?"
+                "two workers writing the same files at once corrupt them (on a cluster's shared "
+                "storage; here too, at times). Where should every other worker save?"
             )
     return None
 
