@@ -138,19 +138,25 @@ def test_functions_are_at_most_60_lines():
     assert not long, "\n".join(long)
 
 
-def test_no_private_name_is_imported_from_another_module():
-    private = []
+def _imports_from_the_package():
+    """(module, path, node, source) for every ``from <package module> import ...`` in the
+    package, inside functions too."""
     for module, path in MODULES.items():
         for node in ast.walk(_tree(path)):
-            if not isinstance(node, ast.ImportFrom):
-                continue
-            source = _imported_from(module, path, node)
-            if not source.startswith("tflearn_helpers") or source == module:
-                continue
-            for alias in node.names:
-                if alias.name.startswith("_") and not alias.name.startswith("__"):
-                    where = _where(path, node.lineno)
-                    private.append(f"{where}: imports {alias.name} from {source}")
+            if isinstance(node, ast.ImportFrom):
+                source = _imported_from(module, path, node)
+                if source.startswith("tflearn_helpers"):
+                    yield module, path, node, source
+
+
+def test_no_private_name_is_imported_from_another_module():
+    private = []
+    for module, path, node, source in _imports_from_the_package():
+        if source == module:
+            continue
+        for alias in node.names:
+            if alias.name.startswith("_") and not alias.name.startswith("__"):
+                private.append(f"{_where(path, node.lineno)}: imports {alias.name} from {source}")
     assert not private, "\n".join(private)
 
 
@@ -173,22 +179,16 @@ def test_every_import_from_the_package_finds_its_name():
     """Imports inside functions too: one that names a module or a name that is gone fails only
     when its function runs, so it is read here."""
     missing = []
-    for module, path in MODULES.items():
-        for node in ast.walk(_tree(path)):
-            if not isinstance(node, ast.ImportFrom):
+    for _, path, node, source in _imports_from_the_package():
+        if source not in MODULES:
+            missing.append(f"{_where(path, node.lineno)}: no module {source}")
+            continue
+        defined = _defined(MODULES[source])
+        for alias in node.names:
+            if f"{source}.{alias.name}" in MODULES or defined is None:
                 continue
-            source = _imported_from(module, path, node)
-            if not source.startswith("tflearn_helpers"):
-                continue
-            if source not in MODULES:
-                missing.append(f"{_where(path, node.lineno)}: no module {source}")
-                continue
-            defined = _defined(MODULES[source])
-            for alias in node.names:
-                if f"{source}.{alias.name}" in MODULES or defined is None:
-                    continue
-                if alias.name not in defined:
-                    missing.append(f"{_where(path, node.lineno)}: {source} has no {alias.name}")
+            if alias.name not in defined:
+                missing.append(f"{_where(path, node.lineno)}: {source} has no {alias.name}")
     assert not missing, "\n".join(missing)
 
 
