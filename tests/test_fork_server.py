@@ -145,3 +145,23 @@ def test_a_child_that_cannot_be_set_up_says_why_in_its_own_log():
     assert isinstance(child.process, fork_server.Forked)
     assert child.returncode == 1 and "PROGRAMRAN" not in child.output()
     assert "OSError" in child.output() or "Invalid argument" in child.output(), child.output()
+
+
+def test_a_prepared_server_takes_the_programs_started_after_tensorflow_is_imported(monkeypatch):
+    """setup_course(programs=True) prepares a server before its own import of TensorFlow, and
+    that import writes variables into os.environ: the programs started later fork from it."""
+    fork_server.stop_all()
+    for name in fork_server.SET_BY_IMPORT:
+        monkeypatch.delenv(name, raising=False)
+    fork_server.prepare()
+    fork_server.prepare()  # again: the same server
+    assert len(fork_server._SERVERS) == 1
+    prepared = next(iter(fork_server._SERVERS.values()))
+    written = {"TF2_BEHAVIOR": "1", "TPU_ML_PLATFORM": "Tensorflow", "TPU_ML_PLATFORM_VERSION": "2"}
+    written.update({"HDF5_PLUGIN_PATH": "disable", "ENABLE_RUNTIME_UPTIME_TELEMETRY": "1"})
+    for name, value in written.items():  # as the import writes them
+        monkeypatch.setenv(name, value)
+    child = _run([sys.executable, "-c", "print('ok')"])
+    assert child.process.server is prepared and child.output().strip() == "ok"
+    monkeypatch.setenv("ENABLE_RUNTIME_UPTIME_TELEMETRY", "0")  # set by the user: it counts
+    assert _run([sys.executable, "-c", "pass"]).process.server is not prepared

@@ -113,7 +113,7 @@ def main(argv=None) -> int:
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     for policy in args.policies.split(","):
         began = time.time()
-        seconds = _tiny_step_seconds(policy, steps=5)
+        seconds = _tiny_step_seconds(policy)
         events.emit(
             "step", policy=policy, seconds=seconds, took=time.time() - began, at=time.time()
         )

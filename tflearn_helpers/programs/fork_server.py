@@ -36,10 +36,20 @@ import time
 
 from .child_setup import child_setup
 
-__all__ = ["Forked", "serve", "spawn", "stop_all"]
+__all__ = ["Forked", "prepare", "serve", "spawn", "stop_all"]
 
 SWITCH_ENV = "TFLEARN_FORK_SERVER"
 LATE_NAMES = ("TF_CONFIG", "CUDA_VISIBLE_DEVICES")  # read after import: may differ per child
+# What importing TensorFlow writes into os.environ (tensorflow/__init__.py, its tpu and its
+# bundled keras modules; None: whatever was there before): a parent that has imported it holds
+# these, and so does its server once it has
+SET_BY_IMPORT = {
+    "TF2_BEHAVIOR": None,
+    "TPU_ML_PLATFORM": None,
+    "TPU_ML_PLATFORM_VERSION": None,
+    "HDF5_PLUGIN_PATH": None,
+    "ENABLE_RUNTIME_UPTIME_TELEMETRY": "1",
+}
 START_TIMEOUT = 300.0  # s for a server to import TensorFlow on a busy machine
 MAX_SERVERS = 3  # a server holds ~0.4 GB: past this many, an idle one makes room, or none forks
 _SERVERS: collections.OrderedDict[tuple, _Server | None] = collections.OrderedDict()
@@ -73,7 +83,7 @@ def spawn(command, *, env, cwd, stdout, stderr, setup) -> Forked | None:
     program = _program(command)
     if program is None:
         return None
-    key = (command[0], *sorted(_import_time(env).items()))
+    key = _key(command[0], env)
     request = {"program": program, "env": env, "cwd": os.path.abspath(cwd or os.getcwd())}
     request.update(stdout=str(stdout), stderr=stderr and str(stderr), setup=setup)
     with _LOCK:
@@ -92,6 +102,23 @@ def spawn(command, *, env, cwd, stdout, stderr, setup) -> Forked | None:
             server.stop()
             _SERVERS[key] = None
             return None
+
+
+def prepare(env: dict[str, str] | None = None) -> None:
+    """Start the server for this interpreter and ``env`` (default: this process's) now, without
+    waiting: it imports TensorFlow while the caller goes on, and a later program started with
+    that environment forks from it at once."""
+    if not sys.platform.startswith("linux") or os.environ.get(SWITCH_ENV) == "0":
+        return
+    env = dict(os.environ if env is None else env)
+    key = _key(sys.executable, env)
+    with _LOCK:
+        if key not in _SERVERS and _make_room():
+            _SERVERS[key] = _Server(sys.executable, env)
+
+
+def _key(executable: str, env: dict[str, str]) -> tuple:
+    return (executable, *sorted(_import_time(env).items()))
 
 
 def stop_all() -> None:
@@ -131,7 +158,13 @@ def _program(command: list[str]) -> list[str] | None:
 
 def _import_time(env: dict[str, str]) -> dict[str, str]:
     """The part of ``env`` a process reads while it imports (what its server must share)."""
-    kept = {k: v for k, v in env.items() if k not in LATE_NAMES and not k.startswith("TFLEARN_")}
+    kept = {
+        k: v
+        for k, v in env.items()
+        if k not in LATE_NAMES
+        and not k.startswith("TFLEARN_")
+        and not (k in SET_BY_IMPORT and SET_BY_IMPORT[k] in (None, v))
+    }
     if kept.get("TF_USE_LEGACY_KERAS") not in ("true", "True", "1"):  # TensorFlow's own test
         kept.pop("TF_USE_LEGACY_KERAS", None)
     return kept

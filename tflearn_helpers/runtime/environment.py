@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, field
 
 from ..measuring.report import format_table
+from ..programs import fork_server
 from . import keras_fit, scratch, startup_noise
 from . import scale as scale_mod
 from .devices import (
@@ -91,6 +92,7 @@ def setup_course(
     onednn: bool | None = None,
     gpu_memory_mb: int = DEFAULT_GPU_MEMORY_MB,
     intra_op_threads: int | None = None,
+    programs: bool = False,
     verbose: bool = True,
 ) -> CourseEnv:
     """Configure TensorFlow for a lesson and print a table of what the learner has.
@@ -101,9 +103,13 @@ def setup_course(
     onednn: force oneDNN CPU kernels on or off (default: the course setting, see lesson 00).
     intra_op_threads: threads one op may use (default: all cores); 1 lets ops on two
         simulated CPU devices run side by side instead of each taking every core.
+    programs: the lesson starts Python programs; a process that imports TensorFlow for them
+        starts now, beside this one's import, and each program forks from it in a moment.
     """
     scratch.claim()  # every temporary file of this kernel and its children goes in there
     _set_import_time_env(legacy_keras, onednn)
+    if programs:
+        fork_server.prepare()  # the children's environment is complete: the same as ours
     startup_noise.ignore_misleading_warnings()
     with startup_noise.filtered():  # loading TensorFlow and its devices prints noise
         import tensorflow as tf
@@ -121,13 +127,7 @@ def setup_course(
         plan = plan_devices(devices, len(gpus))
         apply_plan(plan, gpu_memory_mb)
         names = [d.name for d in tf.config.list_logical_devices(plan.kind)]
-    import pandas as pd
-
-    from ..measuring.report import format_value
-
-    # the lessons' tables are DataFrames: figures to 4 significant digits, text uncut
-    pd.set_option("display.float_format", format_value)
-    pd.set_option("display.max_colwidth", None)
+    _set_table_display()
     env = CourseEnv(
         tf_version=tf.__version__,
         keras_version=_keras_version(legacy_keras),
@@ -151,6 +151,16 @@ def course_onednn_default() -> bool:
     on CPUs with AVX-512 class features).
     """
     return platform.machine().lower() in ("x86_64", "amd64") and not _has_nvidia_gpu()
+
+
+def _set_table_display() -> None:
+    """The lessons' tables are DataFrames: figures to 4 significant digits, text uncut."""
+    import pandas as pd
+
+    from ..measuring.report import format_value
+
+    pd.set_option("display.float_format", format_value)
+    pd.set_option("display.max_colwidth", None)
 
 
 def _set_import_time_env(legacy_keras: bool, onednn: bool | None) -> None:

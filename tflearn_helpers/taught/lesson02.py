@@ -7,7 +7,7 @@ Each definition is the lesson's, with the lesson's imports of what it uses insid
 
 __all__ = ["SETUP", "SIZES", "small_bn_cnn", "write_records"]
 
-SETUP = {"devices": 2, "gpu_memory_mb": 6912}
+SETUP = {"devices": 2, "gpu_memory_mb": 6912, "programs": True}
 SIZES = {
     "BLOCKS": {"smoke": (1, 1, 1, 1), "cpu": (2, 2, 2, 2), "gpu": (3, 4, 6, 3)},
     "IMAGE": {"smoke": 32, "cpu": 32, "gpu": 224},
