@@ -13,7 +13,6 @@ import sys
 from dataclasses import dataclass, field
 
 from ..measuring.report import format_table
-from ..programs import fork_server
 from . import keras_fit, scratch, startup_noise
 from . import scale as scale_mod
 from .devices import (
@@ -108,7 +107,9 @@ def setup_course(
     """
     scratch.claim()  # every temporary file of this kernel and its children goes in there
     _set_import_time_env(legacy_keras, onednn)
-    if programs:
+    if programs:  # imported here: its exit hooks must be registered after scratch's
+        from ..programs import fork_server
+
         fork_server.prepare()  # the children's environment is complete: the same as ours
     startup_noise.ignore_misleading_warnings()
     with startup_noise.filtered():  # loading TensorFlow and its devices prints noise
