@@ -7,7 +7,7 @@ Each definition is the lesson's, with the lesson's imports of what it uses insid
 
 __all__ = ["SETUP", "SIZES", "executed_nodes", "read_by_backward"]
 
-SETUP = {"devices": 4}
+SETUP = {"devices": 4, "programs": True}
 SIZES = {
     "MATMUL_SIZE": {"smoke": 1024, "cpu": 1536, "gpu": 4096},
     "TIMED_CALLS": {"smoke": 5, "cpu": 10, "gpu": 20},
