@@ -353,14 +353,16 @@ def _run_resuming(job: _Job, steps: int, save_every: int, kill_at: int) -> str |
         return f"sbatch refused the job: {refused}"
     run = lambda r: [s["step"] for s in job.reported("job.out", "step") if s["restart"] == r]  # noqa: E731
     warn_at = save_every + 1  # right after a checkpoint: the next is far off
-    if not job.wait_for(lambda: len(run(0)) >= warn_at):
-        return f"your task did not log step {warn_at}: {_job_end(job)}"
+    if not job.wait_for(lambda: run(0)):
+        return f"your task logged no step: {_job_end(job)}"
     dtype = job.reported("job.out", "step")[0].get("dtype", "float64")
-    if dtype != "float64":  # told at once: no run of this job can end with the right weights
+    if dtype != "float64":  # told at its first step: no run can end with the right weights
         return (
             f"your weights variable holds {dtype} numbers, not the dtype the exercise gives it: "
             "its sums round otherwise than those of the run the task must reproduce"
         )
+    if not job.wait_for(lambda: len(run(0)) >= warn_at):
+        return f"your task logged {len(run(0))} steps, not {warn_at}: {_job_end(job)}"
     job.preempt()  # SIGTERM: warned() becomes true
     if not job.wait_for(lambda: run(1) or job.state() in _ENDED) or not run(1):
         if run(0)[-1] >= steps:
