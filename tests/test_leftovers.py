@@ -37,6 +37,22 @@ def test_only_orphans_started_from_here_count_and_others_are_never_killed():
                 proc.kill()
 
 
+def test_an_orphan_on_a_pid_psutil_saw_before_is_still_found(monkeypatch):
+    # The state psutil is in after the system gives a dead process's pid out again (pid_max
+    # 32768 wraps during a CI run; reproduced once by forking 32,351 times): process_iter()
+    # still caches the dead process's object under that pid, and skips the new process.
+    before = leftovers.snapshot()
+    ours = _orphan(dict(os.environ))
+    try:
+        dead = psutil.Process(ours.pid)
+        dead._ident = (ours.pid, ours.create_time() - 60)  # created a minute earlier
+        monkeypatch.setattr(psutil, "_pmap", {ours.pid: dead})
+        found = leftovers.leftovers(before, wait=0.5)
+        assert any(f"process {ours.pid}:" in line for line in found), found
+    finally:
+        ours.kill()
+
+
 def test_the_temp_check_lists_only_the_course_entries_added_since_it_saved(tmp_path, monkeypatch):
     monkeypatch.setattr(leftovers.tempfile, "gettempdir", lambda: str(tmp_path))
     (tmp_path / "tflearn-old").mkdir()

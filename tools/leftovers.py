@@ -79,8 +79,14 @@ def _new_since(before: Snapshot) -> list[str]:
 def _new_python_processes(before: Snapshot):
     me = os.getpid()
     mine = {p.pid for p in psutil.Process(me).children(recursive=True)}
-    for proc in psutil.process_iter(["pid", "ppid", "name", "cmdline", "status"]):
-        if proc.pid in before.pids or proc.pid == me:
+    # A fresh Process per pid, not process_iter(): its cache keeps a dead process's object
+    # under a pid the system has given out again (pid_max is 32768 here, and a CI run wraps
+    # it), and its first pass after that skips the new process as gone.
+    for pid in sorted(set(psutil.pids()) - before.pids - {me}):
+        try:
+            proc = psutil.Process(pid)
+            proc.info = proc.as_dict(["ppid", "name", "cmdline", "status"])
+        except psutil.Error:  # gone already
             continue
         if proc.info["status"] == psutil.STATUS_ZOMBIE:
             continue
