@@ -27,6 +27,7 @@ ops (a convolution's input and kernel gradients) at the same time on its inter-o
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import functools
 import json
 import os
@@ -107,19 +108,19 @@ class Trainer:
 
     def step(self, x, y, m, schedule, recorder):
         """One training step: every stage walks its schedule in a thread, then one update each."""
-        from tflearn_helpers import stage_threads
-
         links = dict(
             xs=self.tf.split(x, m),
             ys=self.tf.split(y, m),
             acts=[queue.Queue() for _ in range(self.k)],
             grads_back=[queue.Queue() for _ in range(self.k)],
         )
-        stage_runs = [
-            functools.partial(self._run_stage, s, schedule[s], m, links, recorder)
-            for s in range(self.k)
-        ]
-        stage_threads.run_concurrently(stage_runs, 600)
+        pool = concurrent.futures.ThreadPoolExecutor(self.k)  # one thread per stage, as lesson 03
+        try:
+            run = functools.partial(self._run_stage, links=links, recorder=recorder, m=m)
+            for stage in [pool.submit(run, s, schedule[s]) for s in range(self.k)]:
+                stage.result(600)  # a stage's error is raised here
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
         for s in range(self.k):
             self.apply[s]()
 

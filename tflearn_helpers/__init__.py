@@ -33,8 +33,7 @@ REPO_SLUG = "tflearn-course/tflearn"
 _BY_NAME = {
     **dict.fromkeys(
         ["between_graph", "ps_workers", "datasets", "input_pipeline"]
-        + ["lesson_sizes", "memory", "mirrored", "model_parallel", "models", "placement"]
-        + ["stage_threads"],
+        + ["lesson_sizes", "memory", "mirrored", "model_parallel", "models", "placement"],
         "topics",
     ),
     **dict.fromkeys(

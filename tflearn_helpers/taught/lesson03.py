@@ -9,7 +9,8 @@ __all__ = ["SETUP", "SIZES", "balance", "fill_drain", "group_sums", "one_f_one_b
 
 SETUP = {"devices": 4, "gpu_memory_mb": 3328, "intra_op_threads": 1}
 SIZES = {
-    "IMG": {"smoke": 32, "cpu": 64, "gpu": 224},
+    "IMG": {"smoke": 64, "cpu": 64, "gpu": 224},
+    "BLOCKS": {"smoke": (1, 1, 1, 1), "cpu": (3, 4, 6, 3), "gpu": (3, 4, 6, 3)},
     "BATCH": {"smoke": 8, "cpu": 32, "gpu": 16},
     "MICRO": {"smoke": (1, 4), "cpu": (1, 4, 8), "gpu": (1, 2, 4, 8)},
     "STEPS": {"smoke": 2, "cpu": 3, "gpu": 10},

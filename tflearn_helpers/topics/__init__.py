@@ -1,6 +1,6 @@
 """The lesson topics: one module per topic, named after what it teaches (``placement``,
 ``mirrored``, ``input_pipeline``, ``models``, ``datasets``, ``model_parallel``,
-``stage_threads``, ``between_graph``, ``ps_workers``, ``memory``, ``lesson_sizes``). A lesson
+``between_graph``, ``ps_workers``, ``memory``, ``lesson_sizes``). A lesson
 imports one by its name from the package root (``from tflearn_helpers import placement``).
 """
 
