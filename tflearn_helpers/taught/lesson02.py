@@ -9,7 +9,7 @@ __all__ = ["SETUP", "SIZES", "small_bn_cnn", "write_records"]
 
 SETUP = {"devices": 2, "gpu_memory_mb": 6912, "programs": True}
 SIZES = {
-    "BLOCKS": {"smoke": (1, 1, 1, 1), "cpu": (2, 2, 2, 2), "gpu": (3, 4, 6, 3)},
+    "BLOCKS": {"smoke": (), "cpu": (2, 2, 2, 2), "gpu": (3, 4, 6, 3)},
     "IMAGE": {"smoke": 32, "cpu": 32, "gpu": 224},
     "PER_REPLICA_BATCH": {"smoke": 16, "cpu": 16, "gpu": 32},
     "BN_MOMENTUM": {"smoke": 0.5, "cpu": 0.9, "gpu": 0.99},
