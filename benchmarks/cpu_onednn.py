@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 import platform
 
-from tflearn_helpers import cpu_speed, report
+from tflearn_helpers import cpu_speed, models, report
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="resnet50", choices=("resnet50", "small"))
+    parser.add_argument("--model", default="resnet50", choices=models.MODEL_NAMES)
     parser.add_argument("--image-size", type=int, default=32)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--steps", type=int, default=5)

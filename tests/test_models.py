@@ -50,11 +50,12 @@ def test_small_models_return_logits_of_the_asked_shape():
     assert models.small_cnn(16, classes=3)(np.zeros((2, 16, 16, 3))).shape == (2, 3)
     assert models.mlp(8, 4, 2)(np.zeros((5, 8))).shape == (5, 2)
     assert models.named("resnet50", 32).name == "resnet50"
+    assert models.named("resnet14", 32).name == "resnet14"
     assert models.named("small", 16).count_params() == models.small_cnn(16).count_params()
 
 
 def test_bad_names_and_sizes_say_what_is_allowed():
-    with pytest.raises(ValueError, match="resnet50"):
+    with pytest.raises(ValueError, match="'small', 'resnet14', 'resnet50'"):
         models.named("vgg", 32)
     with pytest.raises(ValueError, match="hidden"):
         models.mlp(8, 0, 1)

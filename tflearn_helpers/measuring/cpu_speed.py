@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 
 from ..programs import events, processes
-from ..topics.models import named
+from ..topics.models import MODEL_NAMES, named
 from .timing import Timing, time_steps
 
 __all__ = ["Run", "compare", "main"]
@@ -101,7 +101,7 @@ def _finish(name: str, proc: processes.Child, timeout: float) -> Run:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="small", choices=("small", "resnet50"))
+    parser.add_argument("--model", default="small", choices=MODEL_NAMES)
     parser.add_argument("--image-size", type=int, default=32)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--steps", type=int, default=5)

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 
 from ..programs import events, processes
 from ..topics import memory
+from ..topics.models import MODEL_NAMES, named
 
 __all__ = ["measure", "result", "sweep"]
 
@@ -60,7 +61,6 @@ def run_here(model: str, image_size: int, batch: int, policy: str, optimizer: st
     import keras
     import tensorflow as tf
 
-    from ..topics.models import named
     from .timing import time_steps
 
     keras.mixed_precision.set_global_policy(policy)
@@ -217,7 +217,7 @@ def _cost_model(rows: list[SweepRow]):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, required=True)
-    parser.add_argument("--model", default="resnet50", choices=("resnet50", "small"))
+    parser.add_argument("--model", default="resnet50", choices=MODEL_NAMES)
     parser.add_argument("--image-size", type=int, default=64)
     parser.add_argument("--policy", default="float32")
     parser.add_argument("--optimizer", default="adam")

@@ -11,7 +11,11 @@ SETUP = {"devices": 4, "programs": True}
 SIZES = {
     "MATMUL_SIZE": {"smoke": 1024, "cpu": 1536, "gpu": 4096},
     "TIMED_CALLS": {"smoke": 5, "cpu": 10, "gpu": 20},
-    "ONEDNN_RUN": {"smoke": (32, 8, 2), "cpu": (32, 32, 3), "gpu": (64, 32, 5)},
+    "ONEDNN_RUN": {
+        "smoke": ("resnet14", 32, 8, 2),
+        "cpu": ("resnet50", 32, 32, 3),
+        "gpu": ("resnet50", 64, 32, 5),
+    },
     "PROBE_BLOCKS": {"smoke": (1, 1, 1, 1), "cpu": (3, 4, 6, 3), "gpu": (3, 4, 6, 3)},
     "PROBE_BATCHES": {"smoke": (8, 32), "cpu": (8, 32), "gpu": (8, 16, 32)},
     "KEPT_RUN": {"smoke": ("small", 64, 16), "cpu": ("small", 64, 16), "gpu": ("resnet50", 64, 8)},

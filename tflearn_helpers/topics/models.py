@@ -16,7 +16,9 @@ from ..runtime import validate
 from ..taught.lesson02 import small_bn_cnn
 
 __all__ = [
+    "MODEL_NAMES",
     "RESNET50_BLOCKS",
+    "RESNETS",
     "depth",
     "mlp",
     "named",
@@ -25,6 +27,8 @@ __all__ = [
 ]
 
 RESNET50_BLOCKS = (3, 4, 6, 3)
+RESNETS = {"resnet14": (1, 1, 1, 1), "resnet50": RESNET50_BLOCKS}  # blocks per stage, by name
+MODEL_NAMES = ("small", *RESNETS)
 _FILTERS = (64, 128, 256, 512)
 _EPS = 1.001e-5  # keras.applications' BatchNormalization epsilon
 
@@ -69,12 +73,13 @@ def mlp(features: int, hidden: int, outputs: int):
 
 
 def named(name: str, image_size: int, classes: int = 10):
-    """``"resnet50"`` (Keras' own) or ``"small"`` (:func:`small_cnn`) for ``image_size`` images."""
-    if name == "resnet50":
-        return resnet(RESNET50_BLOCKS, (image_size, image_size, 3), classes)
+    """A model by the name the measuring programs take (``MODEL_NAMES``) for ``image_size`` images:
+    ``"small"`` (:func:`small_cnn`) or a ResNet of :data:`RESNETS`."""
     if name == "small":
         return small_cnn(image_size, classes)
-    raise ValueError(f"model must be 'resnet50' or 'small', got {name!r}")
+    if name in RESNETS:
+        return resnet(RESNETS[name], (image_size, image_size, 3), classes)
+    raise ValueError(f"model must be one of {MODEL_NAMES}, got {name!r}")
 
 
 def _bottleneck_resnet(blocks, input_shape, classes):
