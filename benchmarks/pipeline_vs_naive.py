@@ -1,4 +1,4 @@
-"""ResNet-50 on 2 devices: naive model parallelism vs GPipe and 1F1B pipelining (lesson 03).
+"""ResNet-50 on 2 devices: naive model parallelism vs fill-drain and 1F1B pipelining (lesson 03).
 
 The same placement and schedules lesson 03 writes in its cells (stages built and called in
 their device scopes, one thread per stage walking its list of F/B passes, tape.gradient with
@@ -6,7 +6,7 @@ output_gradients, gradients summed in place, one update per stage); the schedule
 lesson's own, ``fill_drain`` (GPipe's order, without recomputation) and ``one_f_one_b``,
 generated from it into ``taught/lesson03.py``. Measured side by side in one
 process with steps interleaved, so that load changes hit every setting alike. Prints step
-time, the throughput ratio against naive (M = 1), the GPipe limit 2M/(M+1), the measured idle
+time, the throughput ratio against naive (M = 1), the pipelining limit 2M/(M+1), the measured idle
 share of the two devices against the (K-1)/(M+K-1) model, and the cores the process kept busy
 (its CPU seconds over wall seconds: 2 stages on 2 free cores reach 2).
 
@@ -117,8 +117,12 @@ class Trainer:
         pool = concurrent.futures.ThreadPoolExecutor(self.k)  # one thread per stage, as lesson 03
         try:
             run = functools.partial(self._run_stage, links=links, recorder=recorder, m=m)
-            for stage in [pool.submit(run, s, schedule[s]) for s in range(self.k)]:
-                stage.result(600)  # a stage's error is raised here
+            runs = [pool.submit(run, s, schedule[s]) for s in range(self.k)]
+            done, stuck = concurrent.futures.wait(runs, 600, "FIRST_EXCEPTION")
+            for stage in done:
+                stage.result()  # a stage's error is raised here, as soon as one fails
+            if stuck:
+                raise TimeoutError(f"{len(stuck)} stage(s) still running after 600 s")
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
         for s in range(self.k):

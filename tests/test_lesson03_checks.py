@@ -142,7 +142,7 @@ print("ok")
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-def test_gpipe_check_runs_the_learners_schedule_and_explains_wrong_answers():
+def test_fill_drain_check_runs_the_learners_schedule_and_explains_wrong_answers():
     done = run_python(
         """
 from tflearn_helpers import setup_course
@@ -152,7 +152,7 @@ import tensorflow as tf
 from tflearn_helpers.checks import _evaluate
 
 def make(scale=True, split=True, place_backward=True, pass_grad=True):
-    def gpipe(stages, devices, x, y, m):
+    def fill_drain(stages, devices, x, y, m):
         loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
         m_used = m if split else 1
         with tf.device(devices[0]):
@@ -182,7 +182,7 @@ def make(scale=True, split=True, place_backward=True, pass_grad=True):
                     sums[s] = grads if sums[s] is None else [a + g for a, g in zip(sums[s], grads)]
                 out_grad = h_grad
         return sums
-    return gpipe
+    return fill_drain
 
 devs = ["/CPU:1", "/CPU:2"]
 assert _evaluate("03.3", make(), devs).ok, _evaluate("03.3", make(), devs)
@@ -192,7 +192,7 @@ hint = _evaluate("03.3", make(place_backward=False), devs).message
 assert "CPU:0" in hint and "backward" in hint, hint
 hint = _evaluate("03.3", make(pass_grad=False), devs).message
 assert "gradient of its output" in hint, hint
-def one_at_a_time(stages, devices, x, y, m):  # right gradients, not GPipe's order
+def one_at_a_time(stages, devices, x, y, m):  # right gradients, not fill-drain's order
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     sums = None
     for xi, yi in zip(tf.split(x, m), tf.split(y, m)):

@@ -99,7 +99,7 @@ def test_the_old_gpu_settings_of_lessons_02_and_03_did_not_fit():
     assert old_02 > lesson_sizes.FRACTION * 6144 * memory.MiB
     # lesson 03: 4 logical GPUs of 1,024 MiB, batch 64 at 224x224: GPipe's first stage
     cuts = lesson_sizes.pipeline_cuts(resnet, 4)
-    first = memory.pipeline(resnet, cuts, 64, 8, "gpipe", "momentum")[0].total
+    first = memory.pipeline(resnet, cuts, 64, 8, "fill_drain", "momentum")[0].total
     assert first > 1024 * memory.MiB
 
 
@@ -152,7 +152,7 @@ def test_planner_cases_are_what_lessons_02_and_03_predict():
     assert case02.memory == resnet and case02.batch == 2 * lesson_sizes.PER_REPLICA_BATCH["gpu"]
     assert case02.predicted == memory.mirrored(resnet, case02.batch, 2, "adam")
     stages = memory.pipeline(
-        resnet, lesson_sizes.pipeline_cuts(resnet, 2), case03.batch, 8, "gpipe", "momentum"
+        resnet, lesson_sizes.pipeline_cuts(resnet, 2), case03.batch, 8, "fill_drain", "momentum"
     )
     assert case03.predicted.total == max(s.total for s in stages) and case03.optimizer == "momentum"
     assert case03.limit == lesson_sizes.by_number("03").gpu_memory_mb * memory.MiB
@@ -162,10 +162,10 @@ def test_planner_cases_are_what_lessons_02_and_03_predict():
 
 def test_pipeline_stages_cut_like_pipeline_cuts_and_one_stage_is_the_whole_model():
     resnet = lesson_sizes.resnet50(32)
-    cuts, stages = lesson_sizes.pipeline_stages(resnet, 2, 16, 4, "1f1b", "adam")
+    cuts, stages = lesson_sizes.pipeline_stages(resnet, 2, 16, 4, "one_f_one_b", "adam")
     assert cuts == lesson_sizes.pipeline_cuts(resnet, 2)
-    assert stages == memory.pipeline(resnet, cuts, 16, 4, "1f1b", "adam")
+    assert stages == memory.pipeline(resnet, cuts, 16, 4, "one_f_one_b", "adam")
     cuts, (whole,) = lesson_sizes.pipeline_stages(resnet, 1, 16)
-    assert cuts == [] and whole == memory.pipeline(resnet, [], 16, 8, "gpipe", "momentum")[0]
+    assert cuts == [] and whole == memory.pipeline(resnet, [], 16, 8, "fill_drain", "momentum")[0]
     with pytest.raises(ValueError, match="stages"):
         lesson_sizes.pipeline_stages(resnet, 0, 16)

@@ -344,9 +344,9 @@ class _CountingStage:
 
 
 @exercise("03.3")
-def gpipe_schedule(gpipe_gradients, devices):
-    """gpipe_gradients(stages, devices, x, y, m) -> each stage's gradients, summed over the
-    m micro-batches, of the mean loss over the whole batch (GPipe: all F, then all B). Run
+def fill_drain_schedule(fill_drain_gradients, devices):
+    """fill_drain_gradients(stages, devices, x, y, m) -> each stage's gradients, summed over the
+    m micro-batches, of the mean loss over the whole batch (fill-drain: all F, then all B). Run
     with a fresh batch and m; judged by the gradients, the order of the forward and backward
     passes, and where the matrix products ran."""
     import numpy as np
@@ -356,14 +356,14 @@ def gpipe_schedule(gpipe_gradients, devices):
         return "pass at least two devices for the two stages (the lesson's DEVICES)"
     rng = np.random.default_rng()
     for m in rng.permutation([2, 4]):  # both: an m written into the answer fits one at most
-        problem = _gpipe_problem(gpipe_gradients, devices, rng, int(m))
+        problem = _fill_drain_problem(fill_drain_gradients, devices, rng, int(m))
         if problem:
             return problem
     return None
 
 
-def _gpipe_problem(gpipe_gradients, devices, rng, m):
-    """What is wrong with one GPipe step of ``m`` micro-batches on a fresh batch, or None."""
+def _fill_drain_problem(fill_drain_gradients, devices, rng, m):
+    """What is wrong with one fill-drain step of ``m`` micro-batches on a fresh batch, or None."""
     import keras
     import tensorflow as tf
 
@@ -376,7 +376,7 @@ def _gpipe_problem(gpipe_gradients, devices, rng, m):
     with tf.GradientTape() as tape:
         loss = loss_fn(y, stages[1].model(stages[0].model(x)))
     want = tape.gradient(loss, [s.trainable_variables for s in stages])
-    got = gpipe_gradients(stages, devices[:2], x, y, m)
+    got = fill_drain_gradients(stages, devices[:2], x, y, m)
     sizes = [s.calls for s in stages]
     if sizes != [[size] * m, [size] * m]:
         return (
@@ -386,7 +386,7 @@ def _gpipe_problem(gpipe_gradients, devices, rng, m):
     hint = _compare_gradients(got, want, m) or _schedule_problem(log)
     if hint:
         return hint
-    ran = op_devices(gpipe_gradients, stages, devices[:2], x, y, m)
+    ran = op_devices(fill_drain_gradients, stages, devices[:2], x, y, m)
     matmuls = {device for op, device in ran if "MatMul" in op}  # forward and backward alike
     wanted = {next(iter(parameters_per_device(s.model.weights))) for s in stages}
     if matmuls != wanted:
@@ -398,11 +398,11 @@ def _gpipe_problem(gpipe_gradients, devices, rng, m):
 
 
 def _schedule_problem(log: list):
-    """GPipe runs every forward pass before the first backward pass."""
+    """Fill-drain runs every forward pass before the first backward pass."""
     order = "".join(kind for kind, _, _ in log)
     if "BF" in order:
         return (
-            "a backward pass ran before every forward pass had: in GPipe, when does the first "
+            "a backward pass ran before every forward pass had: in fill-drain, when does the first "
             "backward pass start?"
         )
     return None

@@ -123,7 +123,7 @@ def pipeline_stages(
     stages: int,
     batch: int,
     micro_batches: int = 8,
-    schedule: str = "gpipe",
+    schedule: str = "fill_drain",
     optimizer: str = "momentum",
 ) -> tuple[list[str], list[memory.Footprint]]:
     """The cuts ``pipeline_cuts`` makes (none for one stage) and each stage's Footprint under

@@ -56,7 +56,7 @@ __all__ = [
 
 MiB = 2**20
 SLOTS = {"sgd": 0, "momentum": 1, "rmsprop": 1, "adagrad": 1, "adam": 2, "adamw": 2}
-SCHEDULES = ("gpipe", "1f1b")
+SCHEDULES = ("fill_drain", "one_f_one_b")  # the orders of lesson 03's schedules
 _DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int32": 4, "int64": 8}
 # Which tensors TensorFlow's gradient functions read: Conv2DBackpropFilter and MatMul read the
 # layer's input, FusedBatchNormGradV3 its input, ReluGrad the output, MaxPoolGrad both. A layer
@@ -241,12 +241,12 @@ def pipeline(
     cuts: list[str],
     batch: int,
     micro_batches: int = 1,
-    schedule: str = "gpipe",
+    schedule: str = "fill_drain",
     optimizer: str = "adam",
     recompute: bool = False,
 ) -> list[Footprint]:
     """Each stage of a model split after ``cuts`` (``micro_batches=1``: plain model
-    parallelism). GPipe's order runs every forward first, so a stage keeps all M
+    parallelism). Fill-drain (GPipe's order) runs every forward first, so a stage keeps all M
     micro-batches' activations; 1F1B starts backwards early, so stage s (of K) keeps at most
     K - s. ``recompute``: each stage keeps only its input of every micro-batch and runs its
     forward pass again in each backward pass (GPipe as published, Huang et al. 2019,
@@ -261,7 +261,7 @@ def pipeline(
     micro = batch // micro_batches
     prints = []
     for s, stage in enumerate(stages):
-        alive = micro_batches if schedule == "gpipe" else min(micro_batches, len(stages) - s)
+        alive = micro_batches if schedule == "fill_drain" else min(micro_batches, len(stages) - s)
         held = batch if s == 0 else alive * micro  # stage 0 holds the whole input batch
         kept = micro if recompute else alive * micro  # activations alive at once
         prints.append(one_device(stage, held, optimizer, examples_kept=kept))
