@@ -1,11 +1,13 @@
-"""ResNet-50 training step: the course's CPU setting (oneDNN on) vs TensorFlow's default.
+"""A ResNet training step: the course's CPU setting (oneDNN on) vs TensorFlow's default.
 
 Both run side by side in one invocation, each in a fresh process (the switch is read at
 import), pinned to a core of its own when there are enough cores. Prints each setting's
 step time, whether TensorFlow reported oneDNN on, and the ratio; where TensorFlow left
 oneDNN off, asserts the course's setting is over 1.5x faster (run it on a quiet machine).
 
-    python benchmarks/cpu_onednn.py [--image-size 32] [--batch 32] [--steps 5]
+    python benchmarks/cpu_onednn.py [--model resnet50] [--image-size 32] [--batch 32] [--steps 5]
+
+``--model resnet14`` is the network lesson 00 times at the smoke profile.
 """
 
 from __future__ import annotations

@@ -27,7 +27,6 @@ ops (a convolution's input and kernel gradients) at the same time on its inter-o
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import functools
 import json
 import os
@@ -37,7 +36,7 @@ import subprocess
 import sys
 import time
 
-from tflearn_helpers.taught.lesson03 import fill_drain, one_f_one_b
+from tflearn_helpers.taught.lesson03 import fill_drain, from_neighbour, one_f_one_b, run_stages
 
 
 def parse_args(argv=None):
@@ -114,28 +113,23 @@ class Trainer:
             acts=[queue.Queue() for _ in range(self.k)],
             grads_back=[queue.Queue() for _ in range(self.k)],
         )
-        pool = concurrent.futures.ThreadPoolExecutor(self.k)  # one thread per stage, as lesson 03
-        try:
-            run = functools.partial(self._run_stage, links=links, recorder=recorder, m=m)
-            runs = [pool.submit(run, s, schedule[s]) for s in range(self.k)]
-            done, stuck = concurrent.futures.wait(runs, 600, "FIRST_EXCEPTION")
-            for stage in done:
-                stage.result()  # a stage's error is raised here, as soon as one fails
-            if stuck:
-                raise TimeoutError(f"{len(stuck)} stage(s) still running after 600 s")
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+        run = functools.partial(
+            self._run_stage, schedule=schedule, links=links, recorder=recorder, m=m
+        )
+        run_stages(run, self.k, timeout=600)  # one thread per stage, as lesson 03
         for s in range(self.k):
             self.apply[s]()
 
-    def _run_stage(self, s, order, m, links, recorder):
+    def _run_stage(self, s, stop, schedule, m, links, recorder):
         """Stage s's forward and backward passes in ``order``, its gradients summed in place."""
         tf, kept = self.tf, {}
         variables = self.stages[s].trainable_variables
         self.clear[s]()
-        for kind, i in order:
+        for kind, i in schedule[s]:
+            if stop.is_set():
+                return  # another stage failed
             if kind == "F":
-                inp = links["xs"][i] if s == 0 else links["acts"][s].get(timeout=300)
+                inp = links["xs"][i] if s == 0 else from_neighbour(links["acts"][s], stop)
                 with recorder.span(f"stage {s}", f"F{i}"), tf.device(self.devices[s]):
                     with tf.GradientTape() as tape:
                         tape.watch(inp)
@@ -146,7 +140,7 @@ class Trainer:
                     links["acts"][s + 1].put(out)
             else:
                 tape, inp, out = kept.pop(i)
-                dout = None if s == self.k - 1 else links["grads_back"][s].get(timeout=300)
+                dout = None if s == self.k - 1 else from_neighbour(links["grads_back"][s], stop)
                 with recorder.span(f"stage {s}", f"B{i}"), tf.device(self.devices[s]):
                     x_grad, *grads = tape.gradient(out, [inp, *variables], output_gradients=dout)
                     self.accumulate[s](grads)

@@ -97,7 +97,7 @@ def test_the_old_gpu_settings_of_lessons_02_and_03_did_not_fit():
     resnet = lesson_sizes.resnet50(224)
     old_02 = memory.mirrored(resnet, 128, 2, "adam").total
     assert old_02 > lesson_sizes.FRACTION * 6144 * memory.MiB
-    # lesson 03: 4 logical GPUs of 1,024 MiB, batch 64 at 224x224: GPipe's first stage
+    # lesson 03: 4 logical GPUs of 1,024 MiB, batch 64 at 224x224: fill-drain's first stage
     cuts = lesson_sizes.pipeline_cuts(resnet, 4)
     first = memory.pipeline(resnet, cuts, 64, 8, "fill_drain", "momentum")[0].total
     assert first > 1024 * memory.MiB

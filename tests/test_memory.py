@@ -107,24 +107,24 @@ def test_split_makes_stages_that_add_up():
             mem.split(bad)
 
 
-def test_gpipe_keeps_every_micro_batch_and_1f1b_at_most_k_minus_s():
+def test_fill_drain_keeps_every_micro_batch_and_1f1b_at_most_k_minus_s():
     mem = memory.profile(chain())
     cuts = ["d0", "d1", "d2"]  # 4 stages
     naive = memory.pipeline(mem, cuts, 64, 1)
-    gpipe = memory.pipeline(mem, cuts, 64, 8, "fill_drain")
+    fill_drain = memory.pipeline(mem, cuts, 64, 8, "fill_drain")
     ofob = memory.pipeline(mem, cuts, 64, 8, "one_f_one_b")
     stages = mem.split(cuts)
     for s, stage in enumerate(stages):
         per_example = stage.kept_per_example + stage.backward_per_example
-        assert gpipe[s].activations == naive[s].activations == 64 * per_example
+        assert fill_drain[s].activations == naive[s].activations == 64 * per_example
         assert ofob[s].activations == min(8, 4 - s) * 8 * per_example
     # recomputation: one micro-batch's activations at a time, the inputs of all in flight
     recomputed = memory.pipeline(mem, cuts, 64, 8, "fill_drain", recompute=True)
     for s, stage in enumerate(stages):
         per_example = stage.kept_per_example + stage.backward_per_example
         assert recomputed[s].activations == 8 * per_example
-        assert recomputed[s].inputs == gpipe[s].inputs == 64 * stage.input_per_example
-    # with M <= K - s micro-batches, 1F1B keeps as many as GPipe
+        assert recomputed[s].inputs == fill_drain[s].inputs == 64 * stage.input_per_example
+    # with M <= K - s micro-batches, 1F1B keeps as many as fill-drain
     assert (
         memory.pipeline(mem, cuts, 64, 2, "one_f_one_b")[:3]
         == memory.pipeline(mem, cuts, 64, 2)[:3]

@@ -5,7 +5,8 @@ differently (each must be judged right). Test data: kept out of the learner's wh
 
 from __future__ import annotations
 
-_GPIPE = """    kept = [[] for _ in stages]  # per stage: (tape, input, output) of each micro-batch
+_FILL_DRAIN = (  # the solution's order: every forward pass, then every backward pass
+    """    kept = [[] for _ in stages]  # per stage: (tape, input, output) of each micro-batch
     for xi, yi in zip(xs, ys, strict=True):  # F: every micro-batch through every stage
         h = xi
         for s, (stage, device) in enumerate(zip(stages, devices, strict=True)):
@@ -31,6 +32,7 @@ _GPIPE = """    kept = [[] for _ in stages]  # per stage: (tape, input, output) 
                 )
             out_grad = h_grad
 """
+)
 
 _ONE_AT_A_TIME = """    kept = [[] for _ in stages]
     sums = [None] * len(stages)
@@ -123,7 +125,7 @@ MUTATIONS: dict[str, list[tuple[str, str, str]]] = {
         ),
         (
             "each micro-batch's backward pass straight after its forward pass",
-            _GPIPE,
+            _FILL_DRAIN,
             _ONE_AT_A_TIME,
         ),
         (

@@ -5,7 +5,17 @@ SETUP: its setup cell's settings; SIZES: each pick(smoke=..., cpu=..., gpu=...) 
 Each definition is the lesson's, with the lesson's imports of what it uses inside its body.
 """
 
-__all__ = ["SETUP", "SIZES", "balance", "fill_drain", "group_sums", "one_f_one_b", "segment_models"]
+__all__ = [
+    "SETUP",
+    "SIZES",
+    "balance",
+    "fill_drain",
+    "from_neighbour",
+    "group_sums",
+    "one_f_one_b",
+    "run_stages",
+    "segment_models",
+]
 
 SETUP = {"devices": 4, "gpu_memory_mb": 3328, "intra_op_threads": 1}
 SIZES = {
@@ -61,3 +71,34 @@ def one_f_one_b(k, m):
             order += [("F", i), ("B", i - warm)]
         orders.append(order + [("B", i) for i in range(m - warm, m)])
     return orders
+
+
+def run_stages(work, k, timeout):
+    """Run work(s, stop) for each of k stages, each in a thread of its own. The first error (or
+    TimeoutError) is raised at once, after `stop` is set, so that the other stages leave too."""
+    import concurrent.futures
+    import threading
+
+    stop = threading.Event()
+    pool = concurrent.futures.ThreadPoolExecutor(k)
+    try:
+        runs = [pool.submit(work, s, stop) for s in range(k)]
+        done, stuck = concurrent.futures.wait(runs, timeout, concurrent.futures.FIRST_EXCEPTION)
+        for run in done:
+            run.result()  # raises a stage's error here, as soon as one fails
+        if stuck:
+            raise TimeoutError(f"{len(stuck)} stage(s) still running after {timeout} s")
+    finally:
+        stop.set()  # the others leave at their next pass, or while they wait (from_neighbour)
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def from_neighbour(q, stop):
+    """The next tensor a neighbouring stage puts in q; gives up once `stop` is set."""
+    import contextlib
+    import queue
+
+    while not stop.is_set():
+        with contextlib.suppress(queue.Empty):
+            return q.get(timeout=0.1)
+    raise RuntimeError("stopped: another stage failed, or the step timed out")

@@ -241,7 +241,7 @@ def _keras_resnet50(image: int):
 
 @functools.cache
 def planner_case(number: str) -> PlannerCase:
-    """Lesson 02's data-parallel step (2 replicas, Adam) or lesson 03's two-stage GPipe step
+    """Lesson 02's data-parallel step (2 replicas, Adam) or lesson 03's two-stage fill-drain step
     (8 micro-batches, momentum SGD), on Keras' ResNet-50 at the gpu profile's sizes."""
     if number not in ("02", "03"):
         raise ValueError(f"the planner's cases are lessons '02' and '03', got {number!r}")

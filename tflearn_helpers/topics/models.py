@@ -4,7 +4,7 @@
 Any other ``blocks`` builds the same bottleneck ResNet v1 recipe (He et al. 2015,
 arXiv:1512.03385; the layer names of ``keras.applications``) with fewer blocks per stage,
 e.g. ``(1, 1, 1, 1)``: a 14-layer ResNet whose graph traces several times faster, for the
-smoke profile (lessons 00, 02). ``small_cnn`` is lesson 02's 3-block CNN (generated from the
+smoke profile (lessons 00, 03). ``small_cnn`` is lesson 02's 3-block CNN (generated from the
 lesson) for quick CPU timings, ``mlp`` a one-hidden-layer perceptron (the memory sizes of
 lessons 01, 04 and 08-09), and ``named`` picks a model by the names the measuring programs take.
 Every model returns logits (no softmax).
