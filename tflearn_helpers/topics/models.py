@@ -18,7 +18,6 @@ from ..taught.lesson02 import small_bn_cnn
 __all__ = [
     "MODEL_NAMES",
     "RESNET50_BLOCKS",
-    "RESNETS",
     "depth",
     "mlp",
     "named",
@@ -27,8 +26,8 @@ __all__ = [
 ]
 
 RESNET50_BLOCKS = (3, 4, 6, 3)
-RESNETS = {"resnet14": (1, 1, 1, 1), "resnet50": RESNET50_BLOCKS}  # blocks per stage, by name
-MODEL_NAMES = ("small", *RESNETS)
+_RESNETS = {"resnet14": (1, 1, 1, 1), "resnet50": RESNET50_BLOCKS}  # blocks per stage, by name
+MODEL_NAMES = ("small", *_RESNETS)
 _FILTERS = (64, 128, 256, 512)
 _EPS = 1.001e-5  # keras.applications' BatchNormalization epsilon
 
@@ -74,11 +73,11 @@ def mlp(features: int, hidden: int, outputs: int):
 
 def named(name: str, image_size: int, classes: int = 10):
     """A model by the name the measuring programs take (``MODEL_NAMES``) for ``image_size`` images:
-    ``"small"`` (:func:`small_cnn`) or a ResNet of :data:`RESNETS`."""
+    ``"small"`` (:func:`small_cnn`), ``"resnet14"`` or ``"resnet50"``."""
     if name == "small":
         return small_cnn(image_size, classes)
-    if name in RESNETS:
-        return resnet(RESNETS[name], (image_size, image_size, 3), classes)
+    if name in _RESNETS:
+        return resnet(_RESNETS[name], (image_size, image_size, 3), classes)
     raise ValueError(f"model must be one of {MODEL_NAMES}, got {name!r}")
 
 
